@@ -1,0 +1,277 @@
+"""A small Kubernetes-API-compatible HTTP server for tests.
+
+The real ``kubernetes`` Python client talks to it over real HTTP on 127.0.0.1: pods,
+nodes, bindings, events and leases, lists with field and label selectors, merge
+patches with resourceVersion preconditions, and watches streamed as chunked,
+newline-delimited events (so ``kubernetes.watch.Watch().stream`` works too).
+Objects live in an :class:`InMemoryCluster`, the store the in-memory fake client
+uses, so both see the same semantics. ``fail_next`` injects HTTP failures.
+"""
+
+from __future__ import annotations
+
+import contextlib
+import re
+import socket
+import threading
+from collections.abc import Mapping
+from dataclasses import dataclass
+from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
+from types import TracebackType
+from typing import Any
+from urllib.parse import parse_qsl, urlsplit
+
+import msgspec
+from kubernetes import client as k8s
+
+from tests.support.apiroutes import Reply, Request, Stream, route, status_body
+from vgpu_extender.kube.errors import KubeError
+from vgpu_extender.kube.memory import InMemoryCluster
+from vgpu_extender.kube.objects import KubeObject
+
+_REASONS = {
+    400: "BadRequest",
+    401: "Unauthorized",
+    403: "Forbidden",
+    404: "NotFound",
+    409: "Conflict",
+    410: "Expired",
+    422: "Invalid",
+    429: "TooManyRequests",
+    500: "InternalError",
+    503: "ServiceUnavailable",
+    504: "Timeout",
+}
+
+
+@dataclass
+class _Fault:
+    method: str
+    pattern: re.Pattern[str]
+    status: int
+    times: int
+    message: str
+
+
+class _HttpServer(ThreadingHTTPServer):
+    """Tracks open connections so ``stop`` can cut idle keep-alive ones."""
+
+    daemon_threads = True
+    block_on_close = False
+
+    def __init__(self, api: FakeApiServer) -> None:
+        super().__init__(("127.0.0.1", 0), _Handler)
+        self.api = api
+        self.connections: set[socket.socket] = set()
+        self.connections_lock = threading.Lock()
+
+    def get_request(self) -> tuple[socket.socket, Any]:
+        conn, address = super().get_request()
+        with self.connections_lock:
+            self.connections.add(conn)
+        return conn, address
+
+    def shutdown_request(self, request: Any) -> None:
+        with self.connections_lock:
+            self.connections.discard(request)
+        super().shutdown_request(request)
+
+
+class _Handler(BaseHTTPRequestHandler):
+    protocol_version = "HTTP/1.1"  # keep-alive and chunked watch streams
+    server: _HttpServer
+
+    def log_message(self, format: str, *args: Any) -> None:
+        """Quiet: the request log is ``FakeApiServer.requests``."""
+
+    def do_GET(self) -> None:
+        self._serve()
+
+    def do_POST(self) -> None:
+        self._serve()
+
+    def do_PUT(self) -> None:
+        self._serve()
+
+    def do_PATCH(self) -> None:
+        self._serve()
+
+    def do_DELETE(self) -> None:
+        self._serve()
+
+    def _serve(self) -> None:
+        api = self.server.api
+        split = urlsplit(self.path)
+        length = int(self.headers.get("Content-Length") or 0)
+        body = self.rfile.read(length) if length else b""
+        api.requests.append((self.command, split.path))
+        fault = api.take_fault(self.command, split.path)
+        if fault is not None:
+            self._reply(Reply(fault.status, _status_for(fault.status, fault.message)))
+            return
+        request = Request(
+            method=self.command,
+            path=split.path.rstrip("/") or "/",
+            query=dict(parse_qsl(split.query)),
+            content_type=(self.headers.get("Content-Type") or "").split(";")[0].strip(),
+            body=body,
+        )
+        try:
+            result = route(api.cluster, request, api.default_watch_timeout_s)
+        except KubeError as exc:
+            status = exc.status or 500
+            reason = exc.reason or _REASONS.get(status, "InternalError")
+            self._reply(Reply(status, status_body(status, reason, exc.message)))
+            return
+        if isinstance(result, Stream):
+            self._stream(result)
+        else:
+            self._reply(result)
+
+    def _reply(self, reply: Reply) -> None:
+        data = msgspec.json.encode(reply.body)
+        self.send_response(reply.status)
+        self.send_header("Content-Type", "application/json")
+        self.send_header("Content-Length", str(len(data)))
+        self.end_headers()
+        self.wfile.write(data)
+
+    def _stream(self, stream: Stream) -> None:
+        self.send_response(200)
+        self.send_header("Content-Type", "application/json")
+        self.send_header("Transfer-Encoding", "chunked")
+        self.end_headers()
+        try:
+            for event in stream.events:
+                line = msgspec.json.encode(event) + b"\n"
+                self.wfile.write(b"%x\r\n%s\r\n" % (len(line), line))
+                self.wfile.flush()
+            self.wfile.write(b"0\r\n\r\n")
+            self.wfile.flush()
+        except (BrokenPipeError, ConnectionResetError):
+            self.close_connection = True  # the client ended the watch early
+
+
+def _status_for(status: int, message: str) -> dict[str, Any]:
+    reason = _REASONS.get(status, "InternalError")
+    return status_body(status, reason, message or f"injected failure ({status} {reason})")
+
+
+class FakeApiServer:
+    """A Kubernetes API server in a thread, on 127.0.0.1 and a free port."""
+
+    def __init__(self, *, history_limit: int = 10_000, default_watch_timeout_s: int = 30) -> None:
+        self.cluster = InMemoryCluster(history_limit=history_limit)
+        self.default_watch_timeout_s = default_watch_timeout_s
+        self.requests: list[tuple[str, str]] = []
+        self._faults: list[_Fault] = []
+        self._faults_lock = threading.Lock()
+        self._httpd: _HttpServer | None = None
+        self._thread: threading.Thread | None = None
+
+    # ----- lifecycle -----------------------------------------------------------------
+
+    def start(self) -> FakeApiServer:
+        if self._httpd is not None:
+            raise RuntimeError("the fake API server is already started")
+        self._httpd = _HttpServer(self)
+        self._thread = threading.Thread(
+            target=self._httpd.serve_forever, name="fake-apiserver", daemon=True
+        )
+        self._thread.start()
+        return self
+
+    def stop(self) -> None:
+        httpd, self._httpd = self._httpd, None
+        if httpd is None:
+            return
+        self.cluster.close()  # ends open watches
+        httpd.shutdown()
+        with httpd.connections_lock:
+            for conn in list(httpd.connections):
+                with contextlib.suppress(OSError):
+                    conn.shutdown(socket.SHUT_RDWR)
+        httpd.server_close()
+        if self._thread is not None:
+            self._thread.join()
+
+    def __enter__(self) -> FakeApiServer:
+        return self.start()
+
+    def __exit__(
+        self,
+        exc_type: type[BaseException] | None,
+        exc: BaseException | None,
+        tb: TracebackType | None,
+    ) -> None:
+        self.stop()
+
+    @property
+    def url(self) -> str:
+        if self._httpd is None:
+            raise RuntimeError("the fake API server is not started")
+        return f"http://127.0.0.1:{self._httpd.server_address[1]}"
+
+    def configuration(self) -> k8s.Configuration:
+        """A client configuration for this server (no auth, never through a proxy)."""
+        return k8s.Configuration(host=self.url, no_proxy="127.0.0.1,localhost")
+
+    # ----- state helpers -------------------------------------------------------------
+
+    def add_node(self, node: Mapping[str, Any]) -> KubeObject:
+        return self.cluster.put("nodes", node)
+
+    def add_pod(self, pod: Mapping[str, Any]) -> KubeObject:
+        return self.cluster.put("pods", pod)
+
+    def get_pod(self, namespace: str, name: str) -> KubeObject:
+        return self.cluster.require("pods", namespace, name)
+
+    def get_node(self, name: str) -> KubeObject:
+        return self.cluster.require("nodes", "", name)
+
+    def delete_pod(self, namespace: str, name: str) -> KubeObject:
+        return self.cluster.delete("pods", namespace, name)
+
+    def set_pod_phase(self, namespace: str, name: str, phase: str) -> KubeObject:
+        return self.cluster.patch("pods", namespace, name, {"status": {"phase": phase}})
+
+    def compact(self) -> None:
+        """Forget the change history: watches from older versions now get 410 Gone."""
+        self.cluster.compact()
+
+    @property
+    def bindings(self) -> list[KubeObject]:
+        return self.cluster.bindings
+
+    @property
+    def events(self) -> list[KubeObject]:
+        return self.cluster.events
+
+    # ----- fault injection -----------------------------------------------------------
+
+    def fail_next(
+        self, method: str, path_regex: str, status: int, times: int = 1, *, message: str = ""
+    ) -> None:
+        """Answer the next ``times`` requests of ``method`` on a matching path with ``status``.
+
+        The body is a ``Status`` with the usual reason for that code and ``message``.
+        """
+        if not 400 <= status <= 599:
+            raise ValueError(f"status must be an HTTP error code, got {status!r}")
+        if times < 1:
+            raise ValueError(f"times must be at least 1, got {times!r}")
+        with self._faults_lock:
+            self._faults.append(
+                _Fault(method.upper(), re.compile(path_regex), status, times, message)
+            )
+
+    def take_fault(self, method: str, path: str) -> _Fault | None:
+        with self._faults_lock:
+            for fault in self._faults:
+                if fault.method == method and fault.pattern.search(path):
+                    fault.times -= 1
+                    if fault.times == 0:
+                        self._faults.remove(fault)
+                    return fault
+        return None

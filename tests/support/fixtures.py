@@ -1,0 +1,27 @@
+"""Fixtures for tests that need a Kubernetes API server."""
+
+from __future__ import annotations
+
+from collections.abc import Iterator
+
+import pytest
+
+from tests.support.apiserver import FakeApiServer
+from vgpu_extender.kube.real import RealKubeClient
+
+
+@pytest.fixture
+def apiserver() -> Iterator[FakeApiServer]:
+    """A fresh Kubernetes-API-compatible server on 127.0.0.1, stopped after the test."""
+    with FakeApiServer() as server:
+        yield server
+
+
+@pytest.fixture
+def real_kube(apiserver: FakeApiServer) -> Iterator[RealKubeClient]:
+    """The real client, talking HTTP to ``apiserver``."""
+    kube = RealKubeClient.from_configuration(apiserver.configuration())
+    try:
+        yield kube
+    finally:
+        kube.close()

@@ -1,0 +1,106 @@
+"""What a pod asks for, per container, in the vendor-neutral form the engine reads."""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+
+
+@dataclass(frozen=True, slots=True)
+class ContainerRequest:
+    """One container's share of devices.
+
+    ``count`` distinct devices, each giving ``memory_mib`` MiB (or, when that is 0,
+    ``memory_percent`` percent of the device's memory) and ``cores`` percent of its
+    compute. ``cores == 100`` asks for the device exclusively. A container with
+    ``count == 0`` asks for nothing but keeps its position in the annotations.
+    """
+
+    name: str
+    count: int = 0
+    memory_mib: int = 0
+    memory_percent: int = 0
+    cores: int = 0
+    init: bool = False
+    priority: int | None = None
+
+    @property
+    def wants_devices(self) -> bool:
+        return self.count > 0
+
+    @property
+    def exclusive(self) -> bool:
+        return self.cores >= 100
+
+    def memory_on(self, device_memory_mib: int) -> int:
+        """MiB this container reserves on a device with that much memory."""
+        if self.memory_mib > 0:
+            return self.memory_mib
+        return device_memory_mib * self.memory_percent // 100
+
+
+@dataclass(frozen=True, slots=True)
+class DeviceSelector:
+    """Which devices a pod accepts (HAMi's use/nouse annotations).
+
+    Types match as case-insensitive substrings of the device type; UUIDs match exactly.
+    Empty tuples mean no constraint.
+    """
+
+    use_types: tuple[str, ...] = ()
+    avoid_types: tuple[str, ...] = ()
+    use_uuids: tuple[str, ...] = ()
+    avoid_uuids: tuple[str, ...] = ()
+
+    @property
+    def constrains_types(self) -> bool:
+        return bool(self.use_types or self.avoid_types)
+
+    @property
+    def constrains_uuids(self) -> bool:
+        return bool(self.use_uuids or self.avoid_uuids)
+
+    def accepts_type(self, device_type: str) -> bool:
+        lowered = device_type.lower()
+        if self.use_types and not any(t in lowered for t in self.use_types):
+            return False
+        return not any(t in lowered for t in self.avoid_types)
+
+    def accepts_uuid(self, uuid: str) -> bool:
+        if self.use_uuids and uuid not in self.use_uuids:
+            return False
+        return uuid not in self.avoid_uuids
+
+
+@dataclass(frozen=True, slots=True)
+class PodRequest:
+    """A pod as the engine sees it: containers (init containers first), constraints, policies.
+
+    ``node_policy`` and ``device_policy`` are per-pod overrides of the configured policies
+    (None: use the configured one). ``cpu_milli`` and ``host_memory_mib`` are host
+    requests, read only by the trace replay's NodeResourcesFit emulation.
+    """
+
+    uid: str
+    namespace: str = "default"
+    name: str = ""
+    containers: tuple[ContainerRequest, ...] = ()
+    selector: DeviceSelector = DeviceSelector()
+    numa_bind: bool = False
+    node_policy: str | None = None
+    device_policy: str | None = None
+    priority: int = 0
+    cpu_milli: int = 0
+    host_memory_mib: int = 0
+
+    @property
+    def managed(self) -> bool:
+        """True when the pod asks for at least one managed device."""
+        return any(c.count > 0 for c in self.containers)
+
+    @property
+    def device_containers(self) -> tuple[ContainerRequest, ...]:
+        return tuple(c for c in self.containers if c.count > 0)
+
+    @property
+    def max_count(self) -> int:
+        return max((c.count for c in self.containers), default=0)

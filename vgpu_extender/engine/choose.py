@@ -1,0 +1,183 @@
+"""The exact device choice on one node: which devices each container gets.
+
+Runs only on the node kube-scheduler picked (at bind) or on the few nodes a
+multi-container pod needs confirmed, so a plain loop over a handful of devices is
+the right tool. The policy only orders candidate devices; the rules live here:
+a device at most once per container, split count, exclusivity, NUMA binding, and
+init containers sized against the node before the pod (they run before the app
+containers, so the pod's footprint is the larger of the two, see PodAssignment).
+"""
+
+from __future__ import annotations
+
+from collections.abc import Sequence
+from dataclasses import dataclass
+from typing import Protocol
+
+from vgpu_extender.domain import (
+    ContainerRequest,
+    Device,
+    DeviceGrant,
+    PodAssignment,
+    PodRequest,
+    Reason,
+    Rejection,
+)
+from vgpu_extender.engine.index import ClusterIndex
+from vgpu_extender.engine.selection import selector_mask
+
+
+@dataclass(slots=True)
+class NodeState:
+    """A mutable copy of one node's free capacity, per device slot."""
+
+    node: str
+    devices: tuple[Device, ...]
+    usable: list[bool]
+    mem_total: list[int]
+    mem_free: list[int]
+    cores_total: list[int]
+    cores_free: list[int]
+    slots_total: list[int]
+    slots_free: list[int]
+
+    @classmethod
+    def of(cls, index: ClusterIndex, row: int, request: PodRequest | None = None) -> NodeState:
+        cols = index.cols
+        devices = index.devices(row)
+        n = len(devices)
+        usable = cols.usable[row, :n].copy()
+        if request is not None:
+            chosen = selector_mask(index, request.selector)
+            if chosen is not None:
+                usable &= chosen[row, :n]
+        return cls(
+            node=index.name_of(row),
+            devices=devices,
+            usable=usable.tolist(),
+            mem_total=cols.mem_total[row, :n].tolist(),
+            mem_free=cols.mem_free[row, :n].tolist(),
+            cores_total=cols.cores_total[row, :n].tolist(),
+            cores_free=cols.cores_free[row, :n].tolist(),
+            slots_total=cols.slots_total[row, :n].tolist(),
+            slots_free=cols.slots_free[row, :n].tolist(),
+        )
+
+    def copy(self) -> NodeState:
+        return NodeState(
+            self.node,
+            self.devices,
+            list(self.usable),
+            list(self.mem_total),
+            list(self.mem_free),
+            list(self.cores_total),
+            list(self.cores_free),
+            list(self.slots_total),
+            list(self.slots_free),
+        )
+
+    def fits(self, slot: int, container: ContainerRequest) -> Reason | None:
+        """None when one share of ``container`` fits on the device, else why not."""
+        if not self.usable[slot]:
+            return Reason.UNHEALTHY
+        if self.slots_free[slot] <= 0:
+            return Reason.SLOTS
+        if container.exclusive and self.slots_free[slot] != self.slots_total[slot]:
+            return Reason.EXCLUSIVE
+        if self.mem_free[slot] < container.memory_on(self.mem_total[slot]):
+            return Reason.MEMORY
+        if container.cores > 0 and self.cores_free[slot] < container.cores:
+            return Reason.CORES
+        if container.cores == 0 and self.cores_free[slot] <= 0:
+            return Reason.CORES
+        return None
+
+    def take(self, slot: int, container: ContainerRequest) -> DeviceGrant:
+        memory = container.memory_on(self.mem_total[slot])
+        self.mem_free[slot] -= memory
+        self.cores_free[slot] -= container.cores
+        self.slots_free[slot] -= 1
+        dev = self.devices[slot]
+        return DeviceGrant(dev.uuid, memory, container.cores, dev.vendor)
+
+
+class DeviceRanker(Protocol):
+    """Orders the devices that fit a container, most preferred first (a policy's job)."""
+
+    def __call__(
+        self, state: NodeState, container: ContainerRequest, candidates: Sequence[int]
+    ) -> list[int]: ...
+
+
+def by_index(state: NodeState, container: ContainerRequest, candidates: Sequence[int]) -> list[int]:
+    """The neutral order: lowest device index first."""
+    return sorted(candidates, key=lambda s: state.devices[s].index)
+
+
+def choose_devices(
+    index: ClusterIndex,
+    request: PodRequest,
+    node: str,
+    ranker: DeviceRanker = by_index,
+) -> PodAssignment | Rejection:
+    """The devices each container of ``request`` gets on ``node``, or why it cannot fit."""
+    row = index.row_of(node)
+    if row is None:
+        return Rejection(Reason.UNKNOWN_NODE, unresolvable=True)
+    problem = index.inventory(node).problem
+    if problem:
+        return Rejection(Reason.INVENTORY, unresolvable=True, detail=problem)
+    base = NodeState.of(index, row, request)
+    cols = index.cols
+    if cols.cpu_free[row] < request.cpu_milli:
+        return Rejection(Reason.CPU, request.cpu_milli, int(cols.cpu_free[row]))
+    if cols.hostmem_free[row] < request.host_memory_mib:
+        return Rejection(Reason.HOST_MEMORY, request.host_memory_mib, int(cols.hostmem_free[row]))
+    numa = [d.numa for d in base.devices] if request.numa_bind else None
+    running = base.copy()
+    grants: list[tuple[DeviceGrant, ...]] = []
+    for container in request.containers:
+        if not container.wants_devices:
+            grants.append(())
+            continue
+        # Init containers run before the app containers: size them against the node as it
+        # was before this pod; app containers accumulate.
+        state = base.copy() if container.init else running
+        picked = _pick(state, container, ranker, numa)
+        if isinstance(picked, Rejection):
+            return picked
+        grants.append(tuple(state.take(slot, container) for slot in picked))
+    return PodAssignment(node, tuple(grants), tuple(c.init for c in request.containers))
+
+
+def _pick(
+    state: NodeState,
+    container: ContainerRequest,
+    ranker: DeviceRanker,
+    numa: list[int] | None,
+) -> list[int] | Rejection:
+    k = container.count
+    failures: dict[Reason, int] = {}
+    fitting: list[int] = []
+    for slot in range(len(state.devices)):
+        why = state.fits(slot, container)
+        if why is None:
+            fitting.append(slot)
+        else:
+            failures[why] = failures.get(why, 0) + 1
+    if len(state.devices) < k:
+        return Rejection(Reason.NOT_ENOUGH_DEVICES, k, len(state.devices), unresolvable=True)
+    if len(fitting) < k:
+        reason = max(failures, key=lambda r: (failures[r], -list(Reason).index(r)))
+        return Rejection(reason, detail=f"{len(fitting)} of {k} gpus fit")
+    ordered = ranker(state, container, fitting)
+    if numa is None:
+        return ordered[:k]
+    groups: dict[int, list[int]] = {}
+    for slot in ordered:
+        groups.setdefault(numa[slot], []).append(slot)
+    for slot in ordered:  # the best-ranked device decides the NUMA node, if it has room
+        group = groups[numa[slot]]
+        if len(group) >= k:
+            return group[:k]
+    return Rejection(Reason.NUMA, unresolvable=False, detail=f"{k} gpus on one numa node")

@@ -1,0 +1,135 @@
+"""Vectorised feasibility: which candidate nodes can take a pod right now.
+
+For each container that asks for devices, one pass of NumPy operations over the
+whole device grid says which devices could hold it; a row-wise sum says how many
+per node. That is exact for single-container pods (the usual case); pods with
+several device containers are then confirmed node by node by the exact device
+choice, but only on the nodes that passed the vectorised check.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Callable, Sequence
+from dataclasses import dataclass, field
+from itertools import compress
+
+import numpy as np
+
+from vgpu_extender.domain import ContainerRequest, PodAssignment, PodRequest, Reason, Rejection
+from vgpu_extender.engine.columns import BoolGrid, DeviceColumns, IntGrid, IntVec, per_node_count
+from vgpu_extender.engine.explain import explain_rows
+from vgpu_extender.engine.index import ClusterIndex
+from vgpu_extender.engine.selection import selector_mask
+
+ExactCheck = Callable[[int], "PodAssignment | Rejection"]
+
+
+@dataclass(slots=True)
+class FitResult:
+    """The verdict for every candidate: the feasible names (input order) and the rest's reasons."""
+
+    feasible: list[str] = field(default_factory=list)
+    rows: IntVec = field(default_factory=lambda: np.zeros(0, dtype=np.int64))
+    rejections: dict[str, Rejection] = field(default_factory=dict)
+
+
+def memory_need(cols: DeviceColumns, container: ContainerRequest) -> IntGrid | int:
+    """MiB the container needs on each device (a scalar unless it asks for a percentage)."""
+    if container.memory_mib > 0:
+        return container.memory_mib
+    return cols.mem_total * container.memory_percent // 100
+
+
+def fitting_devices(cols: DeviceColumns, container: ContainerRequest, static: BoolGrid) -> BoolGrid:
+    """Devices that can hold one share of ``container`` now."""
+    ok = static & (cols.slots_free > 0)
+    ok &= cols.mem_free >= memory_need(cols, container)
+    if container.cores > 0:
+        ok &= cols.cores_free >= container.cores
+    else:
+        ok &= cols.cores_free > 0
+    if container.exclusive:
+        ok &= cols.slots_free == cols.slots_total
+    return ok
+
+
+def static_mask(index: ClusterIndex, request: PodRequest) -> BoolGrid:
+    """Devices the pod could ever use: usable, and accepted by its selector."""
+    chosen = selector_mask(index, request.selector)
+    usable = index.cols.usable
+    return usable if chosen is None else usable & chosen
+
+
+def fit(
+    index: ClusterIndex,
+    request: PodRequest,
+    candidates: Sequence[str],
+    *,
+    exact: ExactCheck | None = None,
+) -> FitResult:
+    """Which of ``candidates`` can take ``request`` now, and why the others cannot.
+
+    ``exact`` confirms multi-container pods on one node (the device choice); without
+    it the per-container check alone decides.
+    """
+    rows = index.rows_of(candidates)
+    if not request.managed:
+        known = rows >= 0
+        return _result(candidates, rows, known, {}, index, request, None)
+    cols = index.cols
+    static = static_mask(index, request)
+    good = rows >= 0
+    safe_rows = np.where(good, rows, 0)
+    numa_values = index.numa_values if request.numa_bind else None
+    for container in _distinct(request.device_containers):
+        ok = fitting_devices(cols, container, static)
+        counts = per_node_count(ok, cols.numa, numa_values)
+        good &= counts[safe_rows] >= container.count
+    if request.cpu_milli or request.host_memory_mib:
+        good &= cols.cpu_free[safe_rows] >= request.cpu_milli
+        good &= cols.hostmem_free[safe_rows] >= request.host_memory_mib
+    extra: dict[int, Rejection] = {}
+    if exact is not None and len(request.device_containers) > 1:
+        for position in np.flatnonzero(good):
+            verdict = exact(int(rows[position]))
+            if isinstance(verdict, Rejection):
+                good[position] = False
+                extra[int(position)] = verdict
+    return _result(candidates, rows, good, extra, index, request, static)
+
+
+def _distinct(containers: Sequence[ContainerRequest]) -> list[ContainerRequest]:
+    """Containers with distinct shapes: identical ones need only one vectorised pass."""
+    seen: dict[tuple[int, int, int, int], ContainerRequest] = {}
+    for c in containers:
+        seen.setdefault((c.count, c.memory_mib, c.memory_percent, c.cores), c)
+    return list(seen.values())
+
+
+def _result(
+    candidates: Sequence[str],
+    rows: IntVec,
+    good: np.ndarray,
+    extra: dict[int, Rejection],
+    index: ClusterIndex,
+    request: PodRequest,
+    static: BoolGrid | None,
+) -> FitResult:
+    result = FitResult()
+    if bool(good.all()):
+        result.rows = rows
+        result.feasible = list(candidates)
+        return result
+    result.rows = rows[good]
+    result.feasible = list(compress(candidates, good.tolist()))
+    failed = np.flatnonzero(~good)
+    for p in failed[rows[failed] < 0]:
+        result.rejections[candidates[int(p)]] = Rejection(Reason.UNKNOWN_NODE, unresolvable=True)
+    for p, rejection in extra.items():
+        result.rejections[candidates[p]] = rejection
+    rest = [int(p) for p in failed if rows[p] >= 0 and int(p) not in extra]
+    if rest and static is not None:
+        explained = explain_rows(index, request, rows[rest], static)
+        for p, rejection in zip(rest, explained, strict=True):
+            result.rejections[candidates[p]] = rejection
+    return result

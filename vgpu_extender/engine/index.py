@@ -1,0 +1,339 @@
+"""The cluster index: nodes, devices and allocations in memory, for the hot path.
+
+The SQL store is the durable truth; this index mirrors it. Node names map to rows
+once, on registration, never per request. Applying and releasing an assignment
+updates the free columns in place.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Iterable, Iterator, Sequence
+from dataclasses import dataclass, replace
+from operator import itemgetter
+
+import numpy as np
+
+from vgpu_extender.domain import Device, DeviceUsage, NodeInventory, PodAssignment
+from vgpu_extender.engine.columns import UNLIMITED, DeviceColumns, IntVec
+
+
+class AllocationError(ValueError):
+    """An assignment cannot be applied: unknown node or device, or it would over-allocate."""
+
+
+@dataclass(frozen=True, slots=True)
+class Allocation:
+    """A pod's assignment as held by the index, with its resolved per-slot usage."""
+
+    pod_uid: str
+    row: int
+    assignment: PodAssignment
+    usage: tuple[tuple[int, DeviceUsage], ...]
+    cpu_milli: int = 0
+    memory_mib: int = 0
+
+
+class ClusterIndex:
+    """Nodes, devices and allocations, with per-device NumPy columns."""
+
+    def __init__(self, *, initial_nodes: int = 64, initial_slots: int = 8) -> None:
+        # Slots stay a power of two, at least 8: count_per_row reads 8 cells per word.
+        self.cols = DeviceColumns(initial_nodes, _next_power(max(8, initial_slots)))
+        self._row_of: dict[str, int] = {}
+        self._names: list[str | None] = [None] * initial_nodes
+        self._free_rows: list[int] = list(range(initial_nodes - 1, -1, -1))
+        self._inventory: dict[str, NodeInventory] = {}
+        self._devices: list[tuple[Device, ...]] = [()] * initial_nodes
+        self._slot_of_uuid: dict[str, tuple[int, int]] = {}
+        self._types: list[str] = []
+        self._type_ids: dict[str, int] = {}
+        self._allocations: dict[str, Allocation] = {}
+        self._pods_on_row: dict[int, set[str]] = {}
+        self._version = 0
+        self._topology_version = 0
+        self._recent_rows: list[tuple[list[str], int, IntVec]] = []
+        self._numa_cache: tuple[int, tuple[int, ...]] = (-1, ())
+
+    # ----------------------------------------------------------------- reading
+    @property
+    def version(self) -> int:
+        """Bumped on every change; lets callers cache derived data safely."""
+        return self._version
+
+    @property
+    def topology_version(self) -> int:
+        """Bumped when nodes or devices change (not on allocations): for caching static data."""
+        return self._topology_version
+
+    @property
+    def numa_values(self) -> tuple[int, ...]:
+        """Distinct NUMA node ids of all registered devices (cached until the next change)."""
+        if self._numa_cache[0] != self._topology_version:
+            values = sorted({dev.numa for devs in self._devices for dev in devs})
+            self._numa_cache = (self._topology_version, tuple(values))
+        return self._numa_cache[1]
+
+    @property
+    def types(self) -> tuple[str, ...]:
+        return tuple(self._types)
+
+    def __len__(self) -> int:
+        return len(self._row_of)
+
+    def __contains__(self, name: object) -> bool:
+        return name in self._row_of
+
+    def node_names(self) -> list[str]:
+        return list(self._row_of)
+
+    def row_of(self, name: str) -> int | None:
+        return self._row_of.get(name)
+
+    def rows_of(self, names: Sequence[str]) -> IntVec:
+        """Rows for names, -1 for unknown ones.
+
+        The common case (every name known) is one C-level ``itemgetter`` call; only a
+        request naming an unknown node pays for the per-name fallback.
+        """
+        if not names:
+            return np.zeros(0, dtype=np.int64)
+        # kube-scheduler sends prioritize the list filter returned: comparing lists of equal
+        # strings is far cheaper than hashing every name again.
+        for cached_names, version, cached_rows in self._recent_rows:
+            if version == self._topology_version and cached_names == names:
+                return cached_rows
+        rows = self._lookup_rows(names)
+        rows.flags.writeable = False
+        self._recent_rows = [(list(names), self._topology_version, rows), *self._recent_rows[:1]]
+        return rows
+
+    def _lookup_rows(self, names: Sequence[str]) -> IntVec:
+        try:
+            found = itemgetter(*names)(self._row_of)
+        except KeyError:
+            get = self._row_of.get
+            return np.fromiter((get(n, -1) for n in names), dtype=np.int64, count=len(names))
+        if len(names) == 1:
+            return np.array([found], dtype=np.int64)
+        return np.fromiter(found, dtype=np.int64, count=len(names))
+
+    def name_of(self, row: int) -> str:
+        name = self._names[row]
+        if name is None:
+            raise KeyError(f"row {row} holds no node")
+        return name
+
+    def inventory(self, name: str) -> NodeInventory:
+        return self._inventory[name]
+
+    def devices(self, row: int) -> tuple[Device, ...]:
+        return self._devices[row]
+
+    def locate(self, uuid: str) -> tuple[int, int] | None:
+        """(row, slot) of a device UUID."""
+        return self._slot_of_uuid.get(uuid)
+
+    def type_id(self, device_type: str) -> int:
+        return self._type_ids.get(device_type, -1)
+
+    def allocation(self, pod_uid: str) -> Allocation | None:
+        return self._allocations.get(pod_uid)
+
+    def allocations(self) -> Iterator[Allocation]:
+        return iter(list(self._allocations.values()))
+
+    def pods_on(self, name: str) -> list[Allocation]:
+        row = self._row_of.get(name)
+        if row is None:
+            return []
+        return [self._allocations[uid] for uid in sorted(self._pods_on_row.get(row, ()))]
+
+    # ----------------------------------------------------------------- nodes
+    def upsert_node(self, inventory: NodeInventory) -> None:
+        """Add or replace a node's inventory, keeping the allocations that still apply."""
+        self._version += 1
+        self._topology_version += 1
+        row = self._row_of.get(inventory.name)
+        if row is None:
+            row = self._take_row()
+            self._row_of[inventory.name] = row
+            self._names[row] = inventory.name
+        for old in self._devices[row]:
+            self._slot_of_uuid.pop(old.uuid, None)
+        if len(inventory.devices) > self.cols.slots:
+            self.cols = self.cols.resized(self.cols.rows, _next_power(len(inventory.devices)))
+        cols = self.cols
+        cols.clear_row(row)
+        devices = tuple(inventory.devices)
+        for slot, dev in enumerate(devices):
+            if dev.uuid in self._slot_of_uuid:
+                owner = self.name_of(self._slot_of_uuid[dev.uuid][0])
+                raise AllocationError(
+                    f"device {dev.uuid} of node {inventory.name} is already registered on {owner}"
+                )
+            self._slot_of_uuid[dev.uuid] = (row, slot)
+            cols.valid[row, slot] = True
+            cols.healthy[row, slot] = dev.healthy
+            cols.cordoned[row, slot] = dev.uuid in inventory.cordoned
+            cols.mem_total[row, slot] = cols.mem_free[row, slot] = dev.memory_mib
+            cols.cores_total[row, slot] = cols.cores_free[row, slot] = dev.cores
+            cols.slots_total[row, slot] = cols.slots_free[row, slot] = dev.count
+            cols.numa[row, slot] = dev.numa
+            cols.type_id[row, slot] = self._intern_type(dev.type)
+        cols.node_ok[row] = not inventory.problem
+        if inventory.cpu_milli is not None:
+            cols.cpu_total[row] = cols.cpu_free[row] = inventory.cpu_milli
+        if inventory.memory_mib is not None:
+            cols.hostmem_total[row] = cols.hostmem_free[row] = inventory.memory_mib
+        cols.refresh_usable(row)
+        self._devices[row] = devices
+        self._inventory[inventory.name] = inventory
+        for uid in sorted(self._pods_on_row.get(row, set())):
+            old_alloc = self._allocations[uid]
+            self._allocations[uid] = self._resolve(uid, row, old_alloc.assignment, old_alloc)
+            self._add_usage(self._allocations[uid], sign=-1)
+        cols.refresh_row_sums(row)
+
+    def remove_node(self, name: str) -> list[str]:
+        """Forget a node. Returns the pods whose allocations went with it."""
+        row = self._row_of.pop(name, None)
+        if row is None:
+            return []
+        self._version += 1
+        self._topology_version += 1
+        for dev in self._devices[row]:
+            self._slot_of_uuid.pop(dev.uuid, None)
+        gone = sorted(self._pods_on_row.pop(row, set()))
+        for uid in gone:
+            del self._allocations[uid]
+        self.cols.clear_row(row)
+        self._devices[row] = ()
+        self._names[row] = None
+        self._inventory.pop(name, None)
+        self._free_rows.append(row)
+        return gone
+
+    def set_cordoned(self, name: str, uuids: Iterable[str]) -> None:
+        """Replace the set of cordoned devices of a node (HAMi's ``hami.io/device-cordon``)."""
+        inv = self._inventory[name]
+        wanted = frozenset(uuids)
+        unknown = wanted - {d.uuid for d in inv.devices}
+        if unknown:
+            raise AllocationError(f"node {name} has no device {sorted(unknown)[0]}")
+        self._version += 1
+        row = self._row_of[name]
+        for slot, dev in enumerate(self._devices[row]):
+            self.cols.cordoned[row, slot] = dev.uuid in wanted
+        self.cols.refresh_usable(row)
+        self._inventory[name] = replace(inv, cordoned=wanted)
+
+    # ----------------------------------------------------------------- allocations
+    def apply(
+        self,
+        pod_uid: str,
+        assignment: PodAssignment,
+        *,
+        cpu_milli: int = 0,
+        memory_mib: int = 0,
+        check: bool = True,
+    ) -> None:
+        """Record a pod's assignment. With ``check`` it refuses to over-allocate."""
+        if pod_uid in self._allocations:
+            raise AllocationError(f"pod {pod_uid} already holds an allocation")
+        row = self._row_of.get(assignment.node)
+        if row is None:
+            raise AllocationError(f"unknown node {assignment.node!r}")
+        alloc = self._resolve(pod_uid, row, assignment, None, cpu_milli, memory_mib)
+        if check:
+            self._check_fits(alloc)
+        self._version += 1
+        self._allocations[pod_uid] = alloc
+        self._pods_on_row.setdefault(row, set()).add(pod_uid)
+        self._add_usage(alloc, sign=-1)
+
+    def release(self, pod_uid: str) -> PodAssignment | None:
+        """Give a pod's devices back; returns what it held, or None if it held nothing."""
+        alloc = self._allocations.pop(pod_uid, None)
+        if alloc is None:
+            return None
+        self._version += 1
+        self._pods_on_row.get(alloc.row, set()).discard(pod_uid)
+        self._add_usage(alloc, sign=+1)
+        return alloc.assignment
+
+    # ----------------------------------------------------------------- internals
+    def _resolve(
+        self,
+        pod_uid: str,
+        row: int,
+        assignment: PodAssignment,
+        previous: Allocation | None,
+        cpu_milli: int = 0,
+        memory_mib: int = 0,
+    ) -> Allocation:
+        usage: list[tuple[int, DeviceUsage]] = []
+        for uuid, use in assignment.footprint().items():
+            where = self._slot_of_uuid.get(uuid)
+            if where is None or where[0] != row:
+                if previous is not None:
+                    continue  # the device left the node; its share is gone with it
+                raise AllocationError(f"device {uuid} is not on node {assignment.node}")
+            usage.append((where[1], use))
+        if previous is not None:
+            cpu_milli, memory_mib = previous.cpu_milli, previous.memory_mib
+        return Allocation(pod_uid, row, assignment, tuple(usage), cpu_milli, memory_mib)
+
+    def _check_fits(self, alloc: Allocation) -> None:
+        cols, row = self.cols, alloc.row
+        for slot, use in alloc.usage:
+            uuid = self._devices[row][slot].uuid
+            if use.memory_mib > cols.mem_free[row, slot]:
+                raise AllocationError(
+                    f"device {uuid}: memory {use.memory_mib} MiB > free {cols.mem_free[row, slot]}"
+                )
+            if use.cores > cols.cores_free[row, slot]:
+                raise AllocationError(
+                    f"device {uuid}: cores {use.cores} > free {cols.cores_free[row, slot]}"
+                )
+            if use.slots > cols.slots_free[row, slot]:
+                raise AllocationError(f"device {uuid}: no free allocation slot")
+        if alloc.cpu_milli > cols.cpu_free[row] or alloc.memory_mib > cols.hostmem_free[row]:
+            raise AllocationError(f"node {self.name_of(row)}: host cpu or memory exhausted")
+
+    def _add_usage(self, alloc: Allocation, *, sign: int) -> None:
+        cols, row = self.cols, alloc.row
+        for slot, use in alloc.usage:
+            cols.mem_free[row, slot] += sign * use.memory_mib
+            cols.cores_free[row, slot] += sign * use.cores
+            cols.slots_free[row, slot] += sign * use.slots
+            cols.row_mem_free[row] += sign * use.memory_mib
+            cols.row_cores_free[row] += sign * use.cores
+            cols.row_slots_free[row] += sign * use.slots
+        if cols.cpu_total[row] != UNLIMITED:
+            cols.cpu_free[row] += sign * alloc.cpu_milli
+        if cols.hostmem_total[row] != UNLIMITED:
+            cols.hostmem_free[row] += sign * alloc.memory_mib
+
+    def _take_row(self) -> int:
+        if not self._free_rows:
+            old = self.cols.rows
+            self.cols = self.cols.resized(old * 2, self.cols.slots)
+            self._names.extend([None] * old)
+            self._devices.extend([()] * old)
+            self._free_rows.extend(range(old * 2 - 1, old - 1, -1))
+        return self._free_rows.pop()
+
+    def _intern_type(self, device_type: str) -> int:
+        tid = self._type_ids.get(device_type)
+        if tid is None:
+            tid = len(self._types)
+            self._types.append(device_type)
+            self._type_ids[device_type] = tid
+        return tid
+
+
+def _next_power(n: int) -> int:
+    size = 1
+    while size < n:
+        size *= 2
+    return size

@@ -1,0 +1,420 @@
+"""An in-memory object store with the API server's write and watch semantics.
+
+It backs both :class:`~vgpu_extender.kube.fake.FakeKubeClient` and the test API
+server, so the fake and the real client over HTTP see one behaviour:
+
+- one cluster-wide resourceVersion counter, like etcd's revision;
+- merge patches whose ``metadata.resourceVersion`` or ``metadata.uid`` is stale fail
+  with 409, as do replaces with a stale version and creates of an existing name;
+- a binding fails with 409 when the pod already has a node or another UID;
+- a bounded change history, so a watch can resume from a version and a version
+  older than the history fails with 410 (:class:`WatchExpired`).
+
+Errors carry the API server's own ``reason`` and ``message`` wording.
+"""
+
+from __future__ import annotations
+
+import copy
+import threading
+import time
+import uuid
+from collections import deque
+from collections.abc import Callable, Iterator, Mapping
+from dataclasses import dataclass
+from datetime import UTC, datetime
+from typing import Any, Literal
+
+from vgpu_extender.kube.client import Listing, WatchEvent, WatchEventType, is_unversioned
+from vgpu_extender.kube.errors import (
+    AlreadyBound,
+    Conflict,
+    KubeError,
+    NotFound,
+    UidMismatch,
+    WatchExpired,
+)
+from vgpu_extender.kube.objects import KubeObject
+
+Kind = Literal["pods", "nodes", "leases"]
+Predicate = Callable[[Mapping[str, Any]], bool]
+
+_NAMESPACED: dict[str, bool] = {"pods": True, "nodes": False, "leases": True}
+_QUALIFIED: dict[str, str] = {
+    "pods": "pods",
+    "nodes": "nodes",
+    "leases": "leases.coordination.k8s.io",
+}
+_TYPE_META: dict[str, tuple[str, str]] = {
+    "pods": ("v1", "Pod"),
+    "nodes": ("v1", "Node"),
+    "leases": ("coordination.k8s.io/v1", "Lease"),
+}
+_MODIFIED_MESSAGE = (
+    "the object has been modified; please apply your changes to the latest version and try again"
+)
+
+
+def now_rfc3339() -> str:
+    return datetime.now(UTC).strftime("%Y-%m-%dT%H:%M:%SZ")
+
+
+def merge_patch(target: Any, patch: Any) -> Any:
+    """RFC 7386 JSON merge patch: objects merge recursively, ``null`` deletes, the rest replaces."""
+    if not isinstance(patch, Mapping):
+        return copy.deepcopy(patch)
+    result = dict(target) if isinstance(target, Mapping) else {}
+    for key, value in patch.items():
+        if value is None:
+            result.pop(key, None)
+        else:
+            result[key] = merge_patch(result.get(key), value)
+    return result
+
+
+def _invalid(message: str) -> KubeError:
+    return KubeError(message, status=422, reason="Invalid")
+
+
+@dataclass(frozen=True, slots=True)
+class _Change:
+    """One write. ``old`` is None for a create; for a delete ``new`` is the last state."""
+
+    revision: int
+    kind: str
+    old: KubeObject | None
+    new: KubeObject
+    deleted: bool = False
+
+
+class InMemoryCluster:
+    """Pods, nodes and leases in memory, with watches. Thread-safe."""
+
+    def __init__(self, *, history_limit: int = 10_000) -> None:
+        if history_limit < 1:
+            raise ValueError(f"history_limit must be at least 1, got {history_limit!r}")
+        self._cond = threading.Condition()
+        self._objects: dict[str, dict[tuple[str, str], KubeObject]] = {k: {} for k in _NAMESPACED}
+        self._revision = 0
+        self._compacted = 0  # every change after this revision is still in the history
+        self._history: deque[_Change] = deque()
+        self._history_limit = history_limit
+        self._closed = False
+        self.events: list[KubeObject] = []
+        self.bindings: list[KubeObject] = []
+
+    # ----- reading -------------------------------------------------------------------
+
+    @property
+    def resource_version(self) -> str:
+        with self._cond:
+            return str(self._revision)
+
+    def get(self, kind: Kind, namespace: str, name: str) -> KubeObject | None:
+        with self._cond:
+            obj = self._objects[kind].get(self._key(kind, namespace, name))
+            return copy.deepcopy(obj) if obj is not None else None
+
+    def require(self, kind: Kind, namespace: str, name: str) -> KubeObject:
+        obj = self.get(kind, namespace, name)
+        if obj is None:
+            raise self._not_found(kind, name)
+        return obj
+
+    def list(
+        self, kind: Kind, *, namespace: str | None = None, predicate: Predicate | None = None
+    ) -> Listing:
+        """Matching objects sorted by namespace and name (etcd key order)."""
+        with self._cond:
+            items = [
+                copy.deepcopy(obj)
+                for key, obj in sorted(self._objects[kind].items())
+                if (namespace is None or key[0] == namespace)
+                and (predicate is None or predicate(obj))
+            ]
+            return Listing(items, str(self._revision))
+
+    # ----- writing -------------------------------------------------------------------
+
+    def put(self, kind: Kind, obj: Mapping[str, Any]) -> KubeObject:
+        """Create or overwrite unconditionally (test set-up), filling in server fields."""
+        with self._cond:
+            new = self._normalise(kind, obj)
+            key = self._key(kind, new["metadata"].get("namespace", ""), new["metadata"]["name"])
+            old = self._objects[kind].get(key)
+            if old is not None:
+                new["metadata"].setdefault("uid", old["metadata"]["uid"])
+            return self._store(kind, key, old, new)
+
+    def create(self, kind: Kind, obj: Mapping[str, Any]) -> KubeObject:
+        with self._cond:
+            new = self._normalise(kind, obj)
+            key = self._key(kind, new["metadata"].get("namespace", ""), new["metadata"]["name"])
+            if key in self._objects[kind]:
+                raise Conflict(
+                    f'{_QUALIFIED[kind]} "{key[1]}" already exists',
+                    status=409,
+                    reason="AlreadyExists",
+                )
+            return self._store(kind, key, None, new)
+
+    def replace(self, kind: Kind, obj: Mapping[str, Any]) -> KubeObject:
+        """PUT: the stored version must match ``metadata.resourceVersion`` when it is given."""
+        with self._cond:
+            meta = obj.get("metadata") or {}
+            name = str(meta.get("name") or "")
+            key = self._key(kind, str(meta.get("namespace") or ""), name)
+            old = self._objects[kind].get(key)
+            if old is None:
+                raise self._not_found(kind, name)
+            self._check_preconditions(kind, name, old, meta)
+            new = self._normalise(kind, obj)
+            new["metadata"]["uid"] = old["metadata"]["uid"]
+            new["metadata"]["creationTimestamp"] = old["metadata"]["creationTimestamp"]
+            return self._store(kind, key, old, new)
+
+    def patch(self, kind: Kind, namespace: str, name: str, patch: Mapping[str, Any]) -> KubeObject:
+        """Merge patch; its ``metadata.resourceVersion`` and ``metadata.uid`` are preconditions."""
+        with self._cond:
+            key = self._key(kind, namespace, name)
+            old = self._objects[kind].get(key)
+            if old is None:
+                raise self._not_found(kind, name)
+            meta = patch.get("metadata")
+            if meta is not None and not isinstance(meta, Mapping):
+                raise _invalid(f"metadata: Invalid value: {meta!r}: must be an object")
+            self._check_preconditions(kind, name, old, meta or {})
+            new = merge_patch(old, patch)
+            if not isinstance(new.get("metadata"), Mapping):
+                raise _invalid("metadata: Required value")
+            # Identity fields are immutable; the server ignores attempts to change them.
+            new["metadata"] = dict(new["metadata"])
+            for field in ("name", "namespace", "uid", "creationTimestamp"):
+                if field in old["metadata"]:
+                    new["metadata"][field] = old["metadata"][field]
+            return self._store(kind, key, old, new)
+
+    def delete(self, kind: Kind, namespace: str, name: str) -> KubeObject:
+        with self._cond:
+            key = self._key(kind, namespace, name)
+            old = self._objects[kind].pop(key, None)
+            if old is None:
+                raise self._not_found(kind, name)
+            self._revision += 1
+            gone = copy.deepcopy(old)
+            gone["metadata"]["resourceVersion"] = str(self._revision)
+            self._record(_Change(self._revision, kind, old, gone, deleted=True))
+            return copy.deepcopy(gone)
+
+    def bind(self, namespace: str, name: str, uid: str, node: str) -> KubeObject:
+        """What ``POST pods/{name}/binding`` does: set spec.nodeName once, guarded by UID."""
+        if not node:
+            raise _invalid("target.name: Required value")
+        with self._cond:
+            key = self._key("pods", namespace, name)
+            old = self._objects["pods"].get(key)
+            if old is None:
+                raise self._not_found("pods", name)
+            prefix = f'Operation cannot be fulfilled on pods/binding "{name}": '
+            stored_uid = old["metadata"]["uid"]
+            if uid and uid != stored_uid:
+                raise UidMismatch(
+                    f"{prefix}Precondition failed: UID in precondition: {uid}, "
+                    f"UID in object meta: {stored_uid}",
+                    status=409,
+                    reason="Conflict",
+                )
+            current = (old.get("spec") or {}).get("nodeName")
+            if current:
+                raise AlreadyBound(
+                    f'{prefix}pod {name} is already assigned to node "{current}"',
+                    node=current,
+                )
+            new = copy.deepcopy(old)
+            new.setdefault("spec", {})["nodeName"] = node
+            conditions = new.setdefault("status", {}).setdefault("conditions", [])
+            conditions[:] = [c for c in conditions if c.get("type") != "PodScheduled"]
+            conditions.append(
+                {"type": "PodScheduled", "status": "True", "lastTransitionTime": now_rfc3339()}
+            )
+            self.bindings.append(
+                {
+                    "apiVersion": "v1",
+                    "kind": "Binding",
+                    "metadata": {"name": name, "namespace": namespace, "uid": uid},
+                    "target": {"apiVersion": "v1", "kind": "Node", "name": node},
+                }
+            )
+            return self._store("pods", key, old, new)
+
+    def record_event(self, event: Mapping[str, Any]) -> KubeObject:
+        """Keep an Event (core/v1 or events.k8s.io/v1) as created; fills in its name."""
+        with self._cond:
+            stored = copy.deepcopy(dict(event))
+            meta = stored.setdefault("metadata", {})
+            if not meta.get("name"):
+                meta["name"] = f"{meta.get('generateName') or 'event.'}{uuid.uuid4().hex[:10]}"
+            meta.setdefault("uid", str(uuid.uuid4()))
+            meta.setdefault("creationTimestamp", now_rfc3339())
+            self._revision += 1
+            meta["resourceVersion"] = str(self._revision)
+            self.events.append(stored)
+            return copy.deepcopy(stored)
+
+    # ----- watching ------------------------------------------------------------------
+
+    def watch(
+        self,
+        kind: Kind,
+        resource_version: str | None,
+        timeout_s: float,
+        *,
+        namespace: str | None = None,
+        predicate: Predicate | None = None,
+    ) -> Iterator[WatchEvent]:
+        """Changes after ``resource_version`` until ``timeout_s`` passes with nothing new.
+
+        The timeout bounds the whole watch, as the server's ``timeoutSeconds`` does.
+        """
+        deadline = time.monotonic() + timeout_s
+
+        def matches(obj: KubeObject | None) -> bool:
+            if obj is None:
+                return False
+            ns_ok = namespace is None or obj["metadata"].get("namespace") == namespace
+            return ns_ok and (predicate is None or predicate(obj))
+
+        with self._cond:
+            if is_unversioned(resource_version):
+                cursor = self._revision
+                initial = self.list(kind, namespace=namespace, predicate=predicate).items
+            else:
+                cursor = self._parse_version(resource_version)
+                self._check_not_expired(cursor)
+                initial = []
+        for obj in initial:
+            yield "ADDED", obj
+        while True:
+            with self._cond:
+                while True:
+                    if self._closed:
+                        return
+                    self._check_not_expired(cursor)
+                    pending = [c for c in self._history if c.revision > cursor]
+                    if pending:
+                        break
+                    remaining = deadline - time.monotonic()
+                    if remaining <= 0:
+                        return
+                    self._cond.wait(remaining)
+            for change in pending:
+                cursor = change.revision
+                if change.kind != kind:
+                    continue
+                was, now = matches(change.old), matches(change.new)
+                if change.deleted:
+                    event: WatchEventType | None = "DELETED" if was else None
+                elif was:
+                    event = "MODIFIED" if now else "DELETED"  # moved out of the selection
+                else:
+                    event = "ADDED" if now else None  # created, or moved into the selection
+                if event is not None:
+                    yield event, copy.deepcopy(change.new)
+
+    def compact(self) -> None:
+        """Forget the history, as etcd compaction does: older versions now get 410."""
+        with self._cond:
+            self._history.clear()
+            self._compacted = self._revision
+            self._cond.notify_all()
+
+    def close(self) -> None:
+        """End every open watch."""
+        with self._cond:
+            self._closed = True
+            self._cond.notify_all()
+
+    # ----- internals -----------------------------------------------------------------
+
+    @staticmethod
+    def _key(kind: str, namespace: str, name: str) -> tuple[str, str]:
+        return (namespace if _NAMESPACED[kind] else "", name)
+
+    @staticmethod
+    def _not_found(kind: str, name: str) -> NotFound:
+        return NotFound(f'{_QUALIFIED[kind]} "{name}" not found', status=404, reason="NotFound")
+
+    def _check_preconditions(
+        self, kind: str, name: str, old: KubeObject, meta: Mapping[str, Any]
+    ) -> None:
+        prefix = f'Operation cannot be fulfilled on {_QUALIFIED[kind]} "{name}": '
+        wanted_uid = meta.get("uid")
+        if wanted_uid and wanted_uid != old["metadata"]["uid"]:
+            raise UidMismatch(
+                f"{prefix}Precondition failed: UID in precondition: {wanted_uid}, "
+                f"UID in object meta: {old['metadata']['uid']}",
+                status=409,
+                reason="Conflict",
+            )
+        wanted_rv = meta.get("resourceVersion")
+        if wanted_rv and str(wanted_rv) != old["metadata"]["resourceVersion"]:
+            raise Conflict(prefix + _MODIFIED_MESSAGE, status=409, reason="Conflict")
+
+    def _normalise(self, kind: str, obj: Mapping[str, Any]) -> KubeObject:
+        new = copy.deepcopy(dict(obj))
+        api_version, type_name = _TYPE_META[kind]
+        new.setdefault("apiVersion", api_version)
+        new.setdefault("kind", type_name)
+        meta = new.get("metadata")
+        if not isinstance(meta, Mapping):
+            raise _invalid(f"metadata: Invalid value: {meta!r}: must be an object")
+        meta = new["metadata"] = dict(meta)
+        if not meta.get("name"):
+            if not meta.get("generateName"):
+                raise _invalid("metadata.name: Required value: name or generateName is required")
+            meta["name"] = f"{meta['generateName']}{uuid.uuid4().hex[:5]}"
+        if _NAMESPACED[kind]:
+            meta["namespace"] = meta.get("namespace") or "default"
+        else:
+            meta.pop("namespace", None)
+        meta.setdefault("uid", str(uuid.uuid4()))
+        meta.setdefault("creationTimestamp", now_rfc3339())
+        return new
+
+    def _store(
+        self, kind: str, key: tuple[str, str], old: KubeObject | None, new: KubeObject
+    ) -> KubeObject:
+        """Caller holds the lock. Stamps a new version, records the change, wakes watchers."""
+        self._revision += 1
+        new["metadata"]["resourceVersion"] = str(self._revision)
+        self._objects[kind][key] = new
+        self._record(_Change(self._revision, kind, old, copy.deepcopy(new)))
+        return copy.deepcopy(new)
+
+    def _record(self, change: _Change) -> None:
+        self._history.append(change)
+        while len(self._history) > self._history_limit:
+            self._compacted = self._history.popleft().revision
+        self._cond.notify_all()
+
+    def _check_not_expired(self, cursor: int) -> None:
+        if cursor < self._compacted:
+            raise WatchExpired(
+                f"too old resource version: {cursor} ({self._compacted + 1})",
+                status=410,
+                reason="Expired",
+            )
+
+    @staticmethod
+    def _parse_version(resource_version: str | None) -> int:
+        try:
+            value = int(str(resource_version))
+        except ValueError:
+            value = -1
+        if value < 0:
+            raise KubeError(
+                f"resourceVersion: Invalid value: {resource_version!r}: must be a number",
+                status=400,
+                reason="BadRequest",
+            )
+        return value

@@ -1,0 +1,64 @@
+"""``label-priority``: rank nodes by an integer node label (the original extender demo).
+
+The label's value (``priority.lixueduan.com: "20"``) is a raw score; the engine scales
+raw scores to 0..10, so raw label values never reach kube-scheduler. A node without
+the label, or with a value that is not an integer, gets NaN (scored lowest) and is
+reported by ``label_problems``. As a filter, nodes without a usable label are rejected.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Mapping
+
+import numpy as np
+
+from vgpu_extender.domain import PodRequest
+from vgpu_extender.engine import ClusterIndex
+from vgpu_extender.policies.base import FloatVec, IntVec, NeutralDevices
+
+DEFAULT_LABEL = "priority.lixueduan.com"
+
+
+def label_value(labels: Mapping[str, str], key: str) -> tuple[float, str]:
+    """(value, problem): the label as a number, or NaN and what is wrong with it."""
+    raw = labels.get(key)
+    if raw is None:
+        return float("nan"), f"label {key} missing"
+    try:
+        return float(int(str(raw).strip())), ""
+    except ValueError:
+        return float("nan"), f"label {key}={raw!r} is not an integer"
+
+
+class LabelPriority(NeutralDevices):
+    """Scores nodes by their priority label; the values are cached per row until the
+    inventory changes, so scoring is one gather."""
+
+    def __init__(self, label: str = DEFAULT_LABEL, name: str = "label-priority") -> None:
+        self.name = name
+        self.label = label
+        self._cache: tuple[int, int, FloatVec] = (-1, -1, np.zeros(0))
+
+    def values(self, index: ClusterIndex) -> FloatVec:
+        """The label value of every row (NaN where missing, unreadable or empty)."""
+        key = (id(index), index.topology_version)
+        if self._cache[:2] != key:
+            values = np.full(index.cols.rows, np.nan)
+            for name in index.node_names():
+                row = index.row_of(name)
+                if row is not None:
+                    values[row] = label_value(index.inventory(name).labels, self.label)[0]
+            self._cache = (key[0], key[1], values)
+        return self._cache[2]
+
+    def score_nodes(self, index: ClusterIndex, request: PodRequest, rows: IntVec) -> FloatVec:
+        scores: FloatVec = self.values(index)[rows]
+        return scores
+
+    def label_problems(self, index: ClusterIndex, rows: IntVec) -> dict[str, str]:
+        """Nodes whose label is missing or unreadable, with the problem."""
+        problems: dict[str, str] = {}
+        for r in np.flatnonzero(np.isnan(self.values(index)[rows])):
+            name = index.name_of(int(rows[r]))
+            problems[name] = label_value(index.inventory(name).labels, self.label)[1]
+        return problems

@@ -1,0 +1,123 @@
+"""The extender's settings: environment variables prefixed ``VGPU_``, mirrored by CLI flags.
+
+Built by the CLI or by a test and handed to ``create_app``; nothing reads the
+environment at import time. Bad values fail at start-up, naming the field.
+"""
+
+from __future__ import annotations
+
+from pathlib import Path
+from typing import Any, Literal
+
+from pydantic import Field, SecretStr, field_validator, model_validator
+from pydantic_settings import BaseSettings, SettingsConfigDict
+
+from vgpu_extender.policies import BUILTIN as BUILTIN_POLICIES
+from vgpu_extender.policies.label_priority import DEFAULT_LABEL
+
+#: kube-scheduler's default extender timeout is 5 s; HAMi's deployment uses 30 s.
+DEFAULT_RESERVATION_TTL_S = 120.0
+
+
+class Settings(BaseSettings):
+    """Everything the extender can be told."""
+
+    model_config = SettingsConfigDict(
+        env_prefix="VGPU_", env_ignore_empty=True, extra="ignore", populate_by_name=True
+    )
+
+    # Listening.
+    host: str = "127.0.0.1"
+    port: int = Field(default=8888, ge=0, le=65535)
+    tls_cert: Path | None = None
+    tls_key: Path | None = None
+    #: Answer the scheduler verbs only to loopback clients (a kube-scheduler sidecar).
+    verbs_localhost_only: bool = False
+    #: Bodies larger than this are refused with a clear ``Error`` (non-cache mode at
+    #: 5,000 nodes is about 20 MB).
+    max_body_bytes: int = Field(default=64 * 2**20, gt=0)
+
+    # State.
+    database_url: str = "sqlite:///vgpu-extender.db"
+    migrate_on_start: bool = True
+
+    # Placement.
+    vendor: str = "nvidia"
+    #: Vendor settings by field name (resource names, annotation keys), e.g.
+    #: ``{"count_resource": "example.com/gpu"}``; JSON in ``VGPU_VENDOR_OPTIONS``.
+    vendor_options: dict[str, Any] = Field(default_factory=dict)
+    node_policy: str = "binpack"
+    device_policy: str = "spread"
+    fallback_policy: str = "label-priority"
+    require_label: bool = False
+    priority_label: str = DEFAULT_LABEL
+    default_memory_mib: int = Field(default=0, ge=0, le=2**31 - 1)
+    default_cores: int = Field(default=0, ge=0, le=100)
+    split_count: int = Field(default=10, ge=1, le=1000)
+
+    # Caches and lifetimes.
+    filter_cache_ttl_s: float = Field(default=600.0, gt=0)
+    filter_cache_size: int = Field(default=10_000, ge=1)
+    reservation_ttl_s: float = Field(default=DEFAULT_RESERVATION_TTL_S, ge=0)
+    reconcile_interval_s: float = Field(default=60.0, gt=0)
+
+    # Kubernetes.
+    #: ``auto``: in-cluster config, else a kubeconfig, else standalone. ``off``: standalone.
+    kube_mode: Literal["auto", "off"] = "auto"
+    kubeconfig: Path | None = None
+    scheduler_name: str = "vgpu-scheduler"
+    hami_node_lock: bool = False
+    node_lock_timeout_s: float = Field(default=300.0, gt=0)
+    bind_retries: int = Field(default=3, ge=1, le=20)
+
+    # Administration.
+    admin_token: SecretStr | None = None
+
+    # Standalone inventory.
+    demo: bool = False
+    inventory_file: Path | None = None
+
+    log_level: Literal["DEBUG", "INFO", "WARNING", "ERROR"] = "INFO"
+
+    @field_validator("node_policy", "device_policy")
+    @classmethod
+    def _known_policy(cls, value: str) -> str:
+        if value not in BUILTIN_POLICIES:
+            known = ", ".join(sorted(BUILTIN_POLICIES))
+            raise ValueError(f"unknown policy {value!r}; known: {known}")
+        return value
+
+    @field_validator("fallback_policy")
+    @classmethod
+    def _known_fallback(cls, value: str) -> str:
+        if value and value not in BUILTIN_POLICIES:
+            known = ", ".join(sorted(BUILTIN_POLICIES))
+            raise ValueError(f"unknown fallback policy {value!r}; known: {known} or ''")
+        return value
+
+    @field_validator("inventory_file", "tls_cert", "tls_key", "kubeconfig")
+    @classmethod
+    def _existing_file(cls, value: Path | None) -> Path | None:
+        if value is not None and not value.is_file():
+            raise ValueError(f"no such file: {str(value)!r}")
+        return value
+
+    @model_validator(mode="after")
+    def _tls_pair(self) -> Settings:
+        if (self.tls_cert is None) != (self.tls_key is None):
+            raise ValueError("tls_cert and tls_key must be given together")
+        return self
+
+    @property
+    def standalone(self) -> bool:
+        """No Kubernetes: the demo always runs without a cluster."""
+        return self.demo or self.kube_mode == "off"
+
+    def vendor_config(self) -> dict[str, Any]:
+        """The vendor's settings: the request defaults here, overridden by ``vendor_options``."""
+        return {
+            "default_memory_mib": self.default_memory_mib,
+            "default_cores": self.default_cores,
+            "split_count": self.split_count,
+            **self.vendor_options,
+        }

@@ -1,0 +1,72 @@
+"""Durable state: node inventories and allocations in SQLite or PostgreSQL.
+
+The engine's in-memory index is rebuilt from here on start; binds write here first.
+"""
+
+from vgpu_extender.store.database import (
+    DEFAULT_URL,
+    begin_immediate,
+    make_engine,
+    parse_url,
+    session_factory,
+)
+from vgpu_extender.store.errors import (
+    AlreadyAllocated,
+    StoreConflict,
+    StoreError,
+    StoreInputError,
+)
+from vgpu_extender.store.migrate import head_revision, migrate, schema_revision
+from vgpu_extender.store.records import (
+    LIVE_STATES,
+    Allocation,
+    AllocationState,
+    PodMeta,
+    StoredPod,
+)
+from vgpu_extender.store.repository import (
+    assignments,
+    delete_reservation,
+    expire_reservations,
+    import_assignment,
+    live_allocations,
+    load_inventories,
+    mark_bound,
+    purge_released,
+    release,
+    remove_node,
+    reserve,
+    upsert_node,
+)
+
+__all__ = [
+    "DEFAULT_URL",
+    "LIVE_STATES",
+    "Allocation",
+    "AllocationState",
+    "AlreadyAllocated",
+    "PodMeta",
+    "StoreConflict",
+    "StoreError",
+    "StoreInputError",
+    "StoredPod",
+    "assignments",
+    "begin_immediate",
+    "delete_reservation",
+    "expire_reservations",
+    "head_revision",
+    "import_assignment",
+    "live_allocations",
+    "load_inventories",
+    "make_engine",
+    "mark_bound",
+    "migrate",
+    "parse_url",
+    "purge_released",
+    "release",
+    "remove_node",
+    "reserve",
+    "schema_revision",
+    "session_factory",
+    "upsert_node",
+]

@@ -1,0 +1,142 @@
+"""Allocation life cycle after the reservation: bind, release, expiry, and reads.
+
+Every function works inside the caller's session and transaction; none commits.
+"""
+
+from __future__ import annotations
+
+from datetime import datetime
+
+from sqlalchemy import delete, select, update
+from sqlalchemy.orm import Session
+
+from vgpu_extender.store.errors import StoreConflict, store_operation
+from vgpu_extender.store.models import AllocationModel, DeviceModel
+from vgpu_extender.store.records import LIVE_STATES, Allocation, AllocationState, StoredPod
+from vgpu_extender.store.reservations import aware
+from vgpu_extender.store.rows import stored_pods, to_allocation
+
+_RESERVED = AllocationState.RESERVED.value
+_BOUND = AllocationState.BOUND.value
+_RELEASED = AllocationState.RELEASED.value
+
+
+@store_operation("mark bound")
+def mark_bound(session: Session, *, pod_uid: str, now: datetime | None = None) -> int:
+    """Mark the pod's reserved rows bound; returns how many changed.
+
+    Already bound is fine (0). A pod with nothing live raises ``StoreConflict``: its
+    reservation expired or was released while the bind was in flight.
+    """
+    stamp = aware(now, field="now")
+    changed = session.execute(
+        update(AllocationModel)
+        .where(AllocationModel.pod_uid == pod_uid, AllocationModel.state == _RESERVED)
+        .values(state=_BOUND, bound_at=stamp, updated_at=stamp)
+        .returning(AllocationModel.id)
+    ).all()
+    if changed:
+        return len(changed)
+    bound = session.scalars(
+        select(AllocationModel.id)
+        .where(AllocationModel.pod_uid == pod_uid, AllocationModel.state == _BOUND)
+        .limit(1)
+    ).first()
+    if bound is None:
+        raise StoreConflict(f"pod {pod_uid} has no reserved allocations (expired or released)")
+    return 0
+
+
+@store_operation("release")
+def release(session: Session, *, pod_uid: str, now: datetime | None = None) -> int:
+    """Release the pod's live rows (pod deleted or finished); returns how many."""
+    stamp = aware(now, field="now")
+    return len(
+        session.execute(
+            update(AllocationModel)
+            .where(AllocationModel.pod_uid == pod_uid, AllocationModel.state.in_(LIVE_STATES))
+            .values(state=_RELEASED, released_at=stamp, updated_at=stamp)
+            .returning(AllocationModel.id)
+        ).all()
+    )
+
+
+@store_operation("delete reservation")
+def delete_reservation(session: Session, *, pod_uid: str) -> int:
+    """Undo a reservation whose bind failed: delete its reserved rows (bound ones stay)."""
+    return len(
+        session.execute(
+            delete(AllocationModel)
+            .where(AllocationModel.pod_uid == pod_uid, AllocationModel.state == _RESERVED)
+            .returning(AllocationModel.id)
+        ).all()
+    )
+
+
+@store_operation("expire reservations")
+def expire_reservations(
+    session: Session, *, older_than: datetime, now: datetime | None = None
+) -> list[str]:
+    """Release reservations created before ``older_than`` that never got bound.
+
+    Returns the affected pod uids, sorted.
+    """
+    cutoff = aware(older_than, field="older_than")
+    stamp = aware(now, field="now")
+    uids = session.scalars(
+        update(AllocationModel)
+        .where(AllocationModel.state == _RESERVED, AllocationModel.created_at < cutoff)
+        .values(state=_RELEASED, released_at=stamp, updated_at=stamp)
+        .returning(AllocationModel.pod_uid)
+    ).all()
+    return sorted(set(uids))
+
+
+@store_operation("purge released")
+def purge_released(session: Session, *, older_than: datetime) -> int:
+    """Delete released rows older than ``older_than`` (history kept for a while)."""
+    cutoff = aware(older_than, field="older_than")
+    return len(
+        session.execute(
+            delete(AllocationModel)
+            .where(AllocationModel.state == _RELEASED, AllocationModel.released_at < cutoff)
+            .returning(AllocationModel.id)
+        ).all()
+    )
+
+
+@store_operation("live allocations")
+def live_allocations(
+    session: Session, *, node: str | None = None, pod_uid: str | None = None
+) -> list[Allocation]:
+    """Reserved and bound rows, optionally for one node or one pod, in a stable order."""
+    query = select(AllocationModel).where(AllocationModel.state.in_(LIVE_STATES))
+    if node is not None:
+        query = query.where(AllocationModel.node == node)
+    if pod_uid is not None:
+        query = query.where(AllocationModel.pod_uid == pod_uid)
+    query = query.order_by(
+        AllocationModel.node,
+        AllocationModel.pod_uid,
+        AllocationModel.container_index,
+        AllocationModel.id,
+    )
+    return [to_allocation(row) for row in session.scalars(query)]
+
+
+@store_operation("assignments")
+def assignments(session: Session, *, node: str | None = None) -> dict[str, StoredPod]:
+    """Every live pod's assignment and metadata, keyed by pod uid (to rebuild the index)."""
+    query = (
+        select(AllocationModel, DeviceModel.vendor)
+        .join(DeviceModel, DeviceModel.uuid == AllocationModel.device_uuid)
+        .where(AllocationModel.state.in_(LIVE_STATES))
+    )
+    if node is not None:
+        query = query.where(AllocationModel.node == node)
+    rows = []
+    vendors: dict[str, str] = {}
+    for row, vendor in session.execute(query):
+        rows.append(row)
+        vendors[row.device_uuid] = vendor
+    return stored_pods(rows, vendors)

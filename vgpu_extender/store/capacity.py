@@ -1,0 +1,103 @@
+"""The bind-time re-check: does an assignment still fit a node's committed usage?
+
+The engine decides placements from its in-memory index; this check runs inside the
+store transaction that holds the node's lock, against what is really committed, so
+that two binds racing on one node can never over-allocate a device. It is pure and
+mirrors the engine's per-device rules: health, cordon, slots, memory, cores, an
+exclusive (100 cores) grant needing an empty device, and no zero-core grant on a
+device whose cores are all taken.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Iterable, Mapping
+from dataclasses import dataclass
+
+from vgpu_extender.domain import Device, DeviceUsage, PodAssignment, Reason
+
+#: Cores of one whole device; a grant of this much asks for the device alone.
+EXCLUSIVE_CORES = 100
+
+
+@dataclass(frozen=True, slots=True)
+class Misfit:
+    """Why an assignment does not fit, located at one device."""
+
+    reason: Reason
+    device: str
+    message: str
+
+
+@dataclass(slots=True)
+class _Used:
+    memory_mib: int = 0
+    cores: int = 0
+    slots: int = 0
+
+
+def committed_usage(assignments: Iterable[PodAssignment]) -> dict[str, DeviceUsage]:
+    """Per device, the sum of the pods' footprints (each pod collapsed by its own rule)."""
+    totals: dict[str, _Used] = {}
+    for assignment in assignments:
+        for uuid, usage in assignment.footprint().items():
+            used = totals.setdefault(uuid, _Used())
+            used.memory_mib += usage.memory_mib
+            used.cores += usage.cores
+            used.slots += usage.slots
+    return {u: DeviceUsage(t.memory_mib, t.cores, t.slots) for u, t in totals.items()}
+
+
+def find_misfit(
+    *,
+    node: str,
+    devices: Mapping[str, Device],
+    cordoned: frozenset[str],
+    committed: Mapping[str, DeviceUsage],
+    assignment: PodAssignment,
+) -> Misfit | None:
+    """The first device on which ``assignment`` does not fit, or None when it all fits."""
+    empty = DeviceUsage(0, 0, 0)
+    for uuid, want in assignment.footprint().items():
+        device = devices.get(uuid)
+        where = f"device {uuid} on {node}"
+        if device is None:
+            return Misfit(Reason.UUID_MISMATCH, uuid, f"device {uuid} is not on node {node}")
+        if not device.healthy:
+            return Misfit(Reason.UNHEALTHY, uuid, f"{where} is unhealthy")
+        if uuid in cordoned:
+            return Misfit(Reason.CORDONED, uuid, f"{where} is cordoned")
+        used = committed.get(uuid, empty)
+        if used.slots + want.slots > device.count:
+            return Misfit(
+                Reason.SLOTS,
+                uuid,
+                f"{where} over-allocated: slots {used.slots + want.slots}/{device.count}",
+            )
+        if used.memory_mib + want.memory_mib > device.memory_mib:
+            total = used.memory_mib + want.memory_mib
+            return Misfit(
+                Reason.MEMORY,
+                uuid,
+                f"{where} over-allocated: memory {total}/{device.memory_mib} MiB",
+            )
+        if used.cores + want.cores > device.cores:
+            return Misfit(
+                Reason.CORES,
+                uuid,
+                f"{where} over-allocated: cores {used.cores + want.cores}/{device.cores}%",
+            )
+        if want.cores >= EXCLUSIVE_CORES and used.slots > 0:
+            return Misfit(
+                Reason.EXCLUSIVE,
+                uuid,
+                f"{where} is in use by {used.slots} allocation(s); "
+                f"an exclusive grant (cores {want.cores}) needs an empty device",
+            )
+        if want.cores == 0 and device.cores > 0 and used.cores >= device.cores:
+            return Misfit(
+                Reason.CORES,
+                uuid,
+                f"{where} has all cores in use ({used.cores}/{device.cores}%); "
+                "a grant with cores 0 cannot share it",
+            )
+    return None

@@ -1,0 +1,1 @@
+"""Schema revisions, one change each."""

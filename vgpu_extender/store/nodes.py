@@ -1,0 +1,173 @@
+"""Node inventories: write what a node offers, read every node back.
+
+A device that disappears from a node's inventory while pods still hold it is kept,
+marked unhealthy: the pods keep counting against it and nothing new lands there.
+The next inventory update after those pods are released removes it.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Sequence
+from datetime import UTC, datetime
+
+from sqlalchemy import delete, select
+from sqlalchemy.orm import Session, selectinload
+
+from vgpu_extender.domain import Device, NodeInventory
+from vgpu_extender.store.errors import StoreConflict, StoreInputError, store_operation
+from vgpu_extender.store.models import INVENTORY_SOURCES, AllocationModel, DeviceModel, NodeModel
+from vgpu_extender.store.records import LIVE_STATES
+
+
+def _validate(inventory: NodeInventory, source: str) -> None:
+    if not inventory.name:
+        raise StoreInputError("node name is empty", field="name", value=inventory.name)
+    if source not in INVENTORY_SOURCES:
+        raise StoreInputError(
+            f"inventory source must be one of {', '.join(INVENTORY_SOURCES)}",
+            field="source",
+            value=source,
+        )
+    seen: set[str] = set()
+    for position, device in enumerate(inventory.devices):
+        where = f"devices[{position}]"
+        if not device.uuid:
+            raise StoreInputError("device uuid is empty", field=f"{where}.uuid", value=device.uuid)
+        if device.uuid in seen:
+            raise StoreInputError("duplicate device uuid", field=f"{where}.uuid", value=device.uuid)
+        seen.add(device.uuid)
+        for field, value, low in (
+            ("count", device.count, 1),
+            ("memory_mib", device.memory_mib, 0),
+            ("cores", device.cores, 0),
+        ):
+            if value < low:
+                raise StoreInputError(
+                    f"device {device.uuid} {field} must be >= {low}",
+                    field=f"{where}.{field}",
+                    value=value,
+                )
+
+
+def _copy_device(row: DeviceModel, device: Device) -> None:
+    row.index = device.index
+    row.vendor = device.vendor
+    row.type = device.type
+    row.count = device.count
+    row.memory_mib = device.memory_mib
+    row.cores = device.cores
+    row.numa = device.numa
+    row.mode = device.mode
+    row.healthy = device.healthy
+
+
+@store_operation("upsert node")
+def upsert_node(
+    session: Session, *, inventory: NodeInventory, source: str, now: datetime | None = None
+) -> None:
+    """Record ``inventory`` as the node's current offer, replacing the previous one."""
+    _validate(inventory, source)
+    stamp = now or datetime.now(UTC)
+    uuids = [d.uuid for d in inventory.devices]
+    if uuids:
+        owners = session.execute(
+            select(DeviceModel.uuid, NodeModel.name)
+            .join(NodeModel)
+            .where(DeviceModel.uuid.in_(uuids), NodeModel.name != inventory.name)
+        ).first()
+        if owners is not None:
+            raise StoreConflict(
+                f"device {owners.uuid} is already registered on node {owners.name}",
+                node=inventory.name,
+                device=owners.uuid,
+            )
+    node = session.scalars(
+        select(NodeModel)
+        .where(NodeModel.name == inventory.name)
+        .options(selectinload(NodeModel.devices))
+        .with_for_update()
+    ).one_or_none()
+    if node is None:
+        node = NodeModel(name=inventory.name)
+        session.add(node)
+    node.labels = dict(inventory.labels)
+    node.cordoned = sorted(inventory.cordoned)
+    node.source = source
+    node.problem = inventory.problem or None
+    node.updated_at = stamp
+
+    existing = {row.uuid: row for row in node.devices}
+    for device in inventory.devices:
+        row = existing.pop(device.uuid, None)
+        if row is None:
+            row = DeviceModel(uuid=device.uuid)
+            node.devices.append(row)
+        _copy_device(row, device)
+    if existing:
+        held = set(
+            session.scalars(
+                select(AllocationModel.device_uuid)
+                .where(
+                    AllocationModel.device_uuid.in_(list(existing)),
+                    AllocationModel.state.in_(LIVE_STATES),
+                )
+                .distinct()
+            )
+        )
+        for uuid, row in existing.items():
+            if uuid in held:
+                row.healthy = False
+            else:
+                node.devices.remove(row)
+    session.flush()
+
+
+@store_operation("remove node")
+def remove_node(session: Session, *, name: str) -> bool:
+    """Forget a node, its devices and every allocation on them. True when it existed."""
+    result = session.execute(
+        delete(NodeModel).where(NodeModel.name == name).returning(NodeModel.id)
+    )
+    removed = result.first() is not None
+    if removed:
+        # Allocations follow their devices through ON DELETE CASCADE; rows whose device
+        # was already gone cannot exist (the foreign key forbids them).
+        session.expire_all()
+    return removed
+
+
+def _to_device(row: DeviceModel) -> Device:
+    return Device(
+        uuid=row.uuid,
+        index=row.index,
+        count=row.count,
+        memory_mib=row.memory_mib,
+        cores=row.cores,
+        type=row.type,
+        numa=row.numa,
+        mode=row.mode,
+        healthy=row.healthy,
+        vendor=row.vendor,
+    )
+
+
+def to_inventory(row: NodeModel) -> NodeInventory:
+    """The domain view of a node row (devices in index order)."""
+    return NodeInventory(
+        name=row.name,
+        devices=tuple(_to_device(d) for d in row.devices),
+        labels={str(k): str(v) for k, v in row.labels.items()},
+        cordoned=frozenset(row.cordoned),
+        problem=row.problem or "",
+    )
+
+
+@store_operation("load inventories")
+def load_inventories(
+    session: Session, *, names: Sequence[str] | None = None
+) -> list[NodeInventory]:
+    """Every node's inventory (or only those named), ordered by node name."""
+    query = select(NodeModel).options(selectinload(NodeModel.devices)).order_by(NodeModel.name)
+    if names is not None:
+        query = query.where(NodeModel.name.in_(list(names)))
+    return [to_inventory(row) for row in session.scalars(query)]

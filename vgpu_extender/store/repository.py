@@ -1,0 +1,33 @@
+"""The store's data functions in one place.
+
+Each takes the caller's ``Session`` first and keyword-only arguments after it, takes
+and returns plain domain values, and never commits: the service that calls it owns
+the unit of work (``with factory.begin() as session: ...``).
+"""
+
+from vgpu_extender.store.allocations import (
+    assignments,
+    delete_reservation,
+    expire_reservations,
+    live_allocations,
+    mark_bound,
+    purge_released,
+    release,
+)
+from vgpu_extender.store.nodes import load_inventories, remove_node, upsert_node
+from vgpu_extender.store.reservations import import_assignment, reserve
+
+__all__ = [
+    "assignments",
+    "delete_reservation",
+    "expire_reservations",
+    "import_assignment",
+    "live_allocations",
+    "load_inventories",
+    "mark_bound",
+    "purge_released",
+    "release",
+    "remove_node",
+    "reserve",
+    "upsert_node",
+]

@@ -1,0 +1,81 @@
+"""The seam between the vendor-neutral engine and one accelerator vendor's conventions.
+
+A vendor knows its resource names, how to read a pod's request, and how its node and pod
+annotations are spelled. It knows nothing of placement, policies or I/O: those belong to
+the engine and the services, which speak only the domain types.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Iterable, Mapping
+from typing import Any, Protocol
+
+from vgpu_extender.domain import Device, DeviceGrant, PodAssignment, PodRequest
+
+
+class Vendor(Protocol):
+    """One accelerator vendor's wire conventions (HAMi-compatible for NVIDIA)."""
+
+    @property
+    def name(self) -> str:
+        """The vendor word, e.g. ``NVIDIA``: HAMi's ``CommonWord()``."""
+        ...
+
+    @property
+    def resource_names(self) -> frozenset[str]:
+        """The extended resources this vendor manages (the extender's managedResources)."""
+        ...
+
+    @property
+    def inventory_annotation(self) -> str:
+        """The node annotation carrying the device inventory."""
+        ...
+
+    @property
+    def cordon_annotation(self) -> str:
+        """The node annotation listing device UUIDs that take no new allocations."""
+        ...
+
+    @property
+    def node_annotation(self) -> str:
+        """The pod annotation naming the node the pod's devices are on."""
+        ...
+
+    @property
+    def assignment_annotation(self) -> str:
+        """The pod annotation from which committed allocations are rebuilt."""
+        ...
+
+    def parse_pod(self, pod: Mapping[str, Any]) -> PodRequest:
+        """The pod's request; raises ``RequestError`` on bad input."""
+        ...
+
+    def decode_inventory(self, value: str) -> tuple[Device, ...]:
+        """Devices from the inventory annotation; raises ``InventoryError``."""
+        ...
+
+    def encode_inventory(self, devices: Iterable[Device]) -> str:
+        """The inventory annotation value, exactly as the vendor's node agent writes it."""
+        ...
+
+    def decode_cordon(self, value: str) -> frozenset[str]:
+        """Cordoned device UUIDs from the cordon annotation."""
+        ...
+
+    def encode_assignment(self, assignment: PodAssignment) -> str:
+        """The pod's device annotation value; raises ``AnnotationError``."""
+        ...
+
+    def decode_assignment(
+        self, value: str, *, init: tuple[bool, ...] = ()
+    ) -> tuple[tuple[DeviceGrant, ...], ...]:
+        """Grants per container from the device annotation; raises ``AnnotationError``.
+
+        With ``init`` (one flag per container of the pod) the annotation must have
+        exactly that many container segments.
+        """
+        ...
+
+    def bind_annotations(self, assignment: PodAssignment, *, bind_time: int) -> dict[str, str]:
+        """The annotations to patch onto the pod at bind, for the node agent to find it."""
+        ...

@@ -1,0 +1,266 @@
+"""HAMi's node inventory annotation (``hami.io/node-nvidia-register``), both spellings.
+
+Since HAMi v2.8 the device plugin writes a JSON array of ``DeviceInfo`` with Go's
+``omitempty`` on every field, so index 0, NUMA 0 and ``health: false`` are simply absent
+(a missing ``health`` means unhealthy). Older plugins, and HAMi's other vendors, write
+``id,count,devmem,devcore,type,numa,health[,index,mode]`` per device, each ending in
+``:``. Both are read; only JSON is written, byte for byte as the Go plugin writes it, so
+an unchanged inventory written back is an unchanged annotation.
+
+Garbage raises ``InventoryError`` naming the device, the field and the value: HAMi
+silently reads a bad number as 0, which would make a device look empty or full.
+"""
+
+from __future__ import annotations
+
+import json
+from collections.abc import Iterable, Mapping
+from typing import Any
+
+import msgspec
+
+from vgpu_extender.domain import Device, InventoryError
+from vgpu_extender.domain.device import DEFAULT_MODE
+from vgpu_extender.vendors import gostrconv
+
+_INT32_MAX = 2**31 - 1
+_INT64 = (-(2**63), 2**63 - 1)
+_UINT = (0, 2**63 - 1)
+_NON_NEGATIVE_INT32 = (0, _INT32_MAX)
+#: Characters that would break the pod annotation (``uuid,vendor,mem,cores:...;``).
+_SEPARATORS = frozenset(",:;")
+#: Go's encoding/json escapes these even inside strings, for safe embedding in HTML.
+_GO_ESCAPES = {
+    "<": "\\u003c",
+    ">": "\\u003e",
+    "&": "\\u0026",
+    "\u2028": "\\u2028",
+    "\u2029": "\\u2029",
+}
+
+
+def decode_inventory(value: str, *, vendor: str = "NVIDIA") -> tuple[Device, ...]:
+    """Devices from the annotation value, JSON or legacy form; ``""`` and ``[]`` give ()."""
+    if not isinstance(value, str):
+        raise InventoryError(f"inventory annotation must be a string, not {type(value).__name__}")
+    text = value.strip()
+    if not text:
+        return ()
+    is_json = text[0] in "[{" or text == "null"
+    devices = _decode_json(text, vendor) if is_json else _decode_legacy(text, vendor)
+    _check_unique(devices)
+    return devices
+
+
+def encode_inventory(devices: Iterable[Device]) -> str:
+    """The JSON form, keys in the plugin's order (id, index, count, devmem, devcore, type,
+    numa, mode, health), zero values omitted, compact separators."""
+    encoded: list[str] = []
+    for position, device in enumerate(devices):
+        _check_encodable(position, device)
+        parts = ['{"id":', _go_string(device.uuid)]
+        if device.index:
+            parts.append(f',"index":{device.index}')
+        if device.count:
+            parts.append(f',"count":{device.count}')
+        if device.memory_mib:
+            parts.append(f',"devmem":{device.memory_mib}')
+        if device.cores:
+            parts.append(f',"devcore":{device.cores}')
+        if device.type:
+            parts += [',"type":', _go_string(device.type)]
+        if device.numa:
+            parts.append(f',"numa":{device.numa}')
+        if device.mode:
+            parts += [',"mode":', _go_string(device.mode)]
+        if device.healthy:
+            parts.append(',"health":true')
+        parts.append("}")
+        encoded.append("".join(parts))
+    return "[" + ",".join(encoded) + "]"
+
+
+def decode_cordon(value: str) -> frozenset[str]:
+    """Device UUIDs from ``hami.io/device-cordon`` (comma list, items trimmed)."""
+    if not isinstance(value, str):
+        raise InventoryError(f"cordon annotation must be a string, not {type(value).__name__}")
+    return frozenset(item.strip() for item in value.split(",") if item.strip())
+
+
+# -- JSON ------------------------------------------------------------------------------
+
+
+def _decode_json(text: str, vendor: str) -> tuple[Device, ...]:
+    try:
+        raw = msgspec.json.decode(text)
+    except msgspec.DecodeError as exc:
+        raise InventoryError(
+            f"inventory annotation is not valid JSON ({exc}): {text[:200]!r}"
+        ) from None
+    if raw is None:
+        return ()
+    if not isinstance(raw, list):
+        raise InventoryError(
+            f"inventory annotation must be a JSON array of devices: {text[:200]!r}"
+        )
+    return tuple(_device_from_json(position, item, vendor) for position, item in enumerate(raw))
+
+
+def _device_from_json(position: int, item: object, vendor: str) -> Device:
+    if not isinstance(item, Mapping):
+        raise InventoryError(f"device #{position}: expected a JSON object, got {item!r}")
+    uuid = _uuid(position, item.get("id"))
+    where = f"device #{position} ({uuid})"
+    return Device(
+        uuid=uuid,
+        index=_json_int(where, item, "index", _UINT),
+        count=_json_int(where, item, "count", _NON_NEGATIVE_INT32),
+        memory_mib=_json_int(where, item, "devmem", _NON_NEGATIVE_INT32),
+        cores=_json_int(where, item, "devcore", _NON_NEGATIVE_INT32),
+        type=_json_str(where, item, "type") or "",
+        numa=_json_int(where, item, "numa", _INT64),
+        mode=_json_str(where, item, "mode") or DEFAULT_MODE,
+        healthy=_json_bool(where, item, "health"),
+        vendor=vendor,
+    )
+
+
+def _json_int(where: str, item: Mapping[str, Any], key: str, bounds: tuple[int, int]) -> int:
+    value = item.get(key)
+    if value is None:
+        return 0
+    if isinstance(value, bool) or not isinstance(value, int):
+        raise InventoryError(f"{where}: field {key!r} must be an integer, got {value!r}")
+    if not bounds[0] <= value <= bounds[1]:
+        raise InventoryError(
+            f"{where}: field {key!r} must be in {bounds[0]}..{bounds[1]}, got {value!r}"
+        )
+    return value
+
+
+def _json_str(where: str, item: Mapping[str, Any], key: str) -> str | None:
+    value = item.get(key)
+    if value is not None and not isinstance(value, str):
+        raise InventoryError(f"{where}: field {key!r} must be a string, got {value!r}")
+    return value
+
+
+def _json_bool(where: str, item: Mapping[str, Any], key: str) -> bool:
+    value = item.get(key)
+    if value is None:
+        return False
+    if not isinstance(value, bool):
+        raise InventoryError(f"{where}: field {key!r} must be true or false, got {value!r}")
+    return value
+
+
+# -- legacy CSV ------------------------------------------------------------------------
+
+_LEGACY_FIELDS = ("id", "count", "devmem", "devcore", "type", "numa", "health", "index", "mode")
+
+
+def _decode_legacy(text: str, vendor: str) -> tuple[Device, ...]:
+    devices: list[Device] = []
+    for position, segment in enumerate(s for s in text.split(":") if s.strip()):
+        fields = segment.split(",")
+        if len(fields) not in (7, 9):
+            raise InventoryError(
+                f"device #{position}: legacy inventory needs 7 or 9 comma-separated fields "
+                f"(id,count,devmem,devcore,type,numa,health[,index,mode]), got {len(fields)}: "
+                f"{segment!r}"
+            )
+        uuid = _uuid(position, fields[0])
+        where = f"device #{position} ({uuid})"
+        mode = DEFAULT_MODE
+        index = 0
+        if len(fields) == 9:
+            index = _legacy_int(where, fields, 7, 64, _UINT)
+            mode = fields[8] or DEFAULT_MODE
+        try:
+            healthy = gostrconv.parse_bool(fields[6])
+        except ValueError:
+            raise InventoryError(
+                f"{where}: field 'health' must be true or false, got {fields[6]!r}"
+            ) from None
+        devices.append(
+            Device(
+                uuid=uuid,
+                index=index,
+                count=_legacy_int(where, fields, 1, 32, _NON_NEGATIVE_INT32),
+                memory_mib=_legacy_int(where, fields, 2, 32, _NON_NEGATIVE_INT32),
+                cores=_legacy_int(where, fields, 3, 32, _NON_NEGATIVE_INT32),
+                type=fields[4],
+                numa=_legacy_int(where, fields, 5, 64, _INT64),
+                mode=mode,
+                healthy=healthy,
+                vendor=vendor,
+            )
+        )
+    return tuple(devices)
+
+
+def _legacy_int(
+    where: str, fields: list[str], position: int, bits: int, bounds: tuple[int, int]
+) -> int:
+    name = _LEGACY_FIELDS[position]
+    try:
+        value = gostrconv.parse_int(fields[position], bits=bits)
+    except ValueError:
+        raise InventoryError(
+            f"{where}: field {name!r} must be an integer, got {fields[position]!r}"
+        ) from None
+    if not bounds[0] <= value <= bounds[1]:
+        raise InventoryError(
+            f"{where}: field {name!r} must be in {bounds[0]}..{bounds[1]}, got {value}"
+        )
+    return value
+
+
+# -- shared ----------------------------------------------------------------------------
+
+
+def _uuid(position: int, value: object) -> str:
+    if not isinstance(value, str) or not value.strip():
+        raise InventoryError(
+            f"device #{position}: field 'id' must be a non-empty string, got {value!r}"
+        )
+    if _SEPARATORS.intersection(value) or value != value.strip():
+        raise InventoryError(
+            f"device #{position}: field 'id' must not contain ',', ':', ';' or surrounding "
+            f"spaces, got {value!r}"
+        )
+    return value
+
+
+def _check_unique(devices: tuple[Device, ...]) -> None:
+    seen: set[str] = set()
+    for device in devices:
+        if device.uuid in seen:
+            raise InventoryError(f"device id {device.uuid!r} appears more than once")
+        seen.add(device.uuid)
+
+
+def _check_encodable(position: int, device: Device) -> None:
+    _uuid(position, device.uuid)
+    where = f"device #{position} ({device.uuid})"
+    for name, value, bounds in (
+        ("index", device.index, _UINT),
+        ("count", device.count, _NON_NEGATIVE_INT32),
+        ("memory_mib", device.memory_mib, _NON_NEGATIVE_INT32),
+        ("cores", device.cores, _NON_NEGATIVE_INT32),
+        ("numa", device.numa, _INT64),
+    ):
+        if isinstance(value, bool) or not isinstance(value, int):
+            raise InventoryError(f"{where}: {name} must be an integer, got {value!r}")
+        if not bounds[0] <= value <= bounds[1]:
+            raise InventoryError(
+                f"{where}: {name} must be in {bounds[0]}..{bounds[1]}, got {value}"
+            )
+
+
+def _go_string(text: str) -> str:
+    """A JSON string as Go's encoding/json writes it (UTF-8 kept, HTML characters escaped)."""
+    encoded = json.dumps(text, ensure_ascii=False)
+    if any(char in encoded for char in _GO_ESCAPES):
+        encoded = "".join(_GO_ESCAPES.get(char, char) for char in encoded)
+    return encoded
