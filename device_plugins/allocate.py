@@ -77,9 +77,10 @@ class PodAllocator:
         except KubeAccessError as exc:
             raise AllocationError(str(exc), code=AllocationError.UNAVAILABLE) from exc
         pending = lookup.pending
-        if pending is None or pending.error or pending.next_position is None:
+        position = None if pending is None or pending.error else pending.next_position
+        if pending is None or position is None or len(pending.segments[position]) != size:
             return ()
-        return [grant.uuid for grant in pending.segments[pending.next_position]]
+        return [grant.uuid for grant in pending.segments[position]]
 
     def allocate(self, device_ids: Sequence[str]) -> ContainerAllocation:
         gateway, finder = self._finder()

@@ -62,7 +62,9 @@ def _text(obj: Mapping[str, Any], key: str, pod: str, where: str) -> str:
 
 
 def _containers(spec: Mapping[str, Any], key: str, pod: str, init: bool) -> list[ContainerView]:
-    items = spec.get(key) or []
+    items = spec.get(key)
+    if items is None:
+        return []
     if not isinstance(items, list):
         raise PodFormatError(pod, f"spec.{key}", items, "a list")
     views = []
@@ -70,7 +72,9 @@ def _containers(spec: Mapping[str, Any], key: str, pod: str, init: bool) -> list
         where = f"spec.{key}[{position}]."
         if not isinstance(item, Mapping):
             raise PodFormatError(pod, where.rstrip("."), item, "an object")
-        env_items = item.get("env") or []
+        env_items = item.get("env")
+        if env_items is None:
+            env_items = []
         if not isinstance(env_items, list):
             raise PodFormatError(pod, f"{where}env", env_items, "a list")
         env = {

@@ -50,4 +50,4 @@ def postgres_url() -> Iterator[str]:
     yield POSTGRES_URL
 
 
-pytest_plugins = ["tests.support.fixtures"]
+pytest_plugins = ["tests.support.fixtures", "tests.support.server"]

@@ -111,7 +111,7 @@ def _collection(kind: Kind) -> Handler:
                 predicate=chosen,
             )
             return Stream(_watch_lines(events))
-        listing = cluster.list(kind, namespace=namespace, predicate=chosen)
+        listing = cluster.list_objects(kind, namespace=namespace, predicate=chosen)
         api_version, list_kind = LIST_KINDS[kind]
         return Reply(
             200,

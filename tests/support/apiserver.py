@@ -176,7 +176,10 @@ class FakeApiServer:
             raise RuntimeError("the fake API server is already started")
         self._httpd = _HttpServer(self)
         self._thread = threading.Thread(
-            target=self._httpd.serve_forever, name="fake-apiserver", daemon=True
+            target=self._httpd.serve_forever,
+            kwargs={"poll_interval": 0.02},  # how long stop() waits for the loop to notice
+            name="fake-apiserver",
+            daemon=True,
         )
         self._thread.start()
         return self

@@ -6,8 +6,11 @@ from collections.abc import Iterator
 
 import pytest
 
-from tests.support.apiserver import FakeApiServer
-from vgpu_extender.kube.real import RealKubeClient
+# The shared contract suite lives outside test files; rewrite its asserts for clear failures.
+pytest.register_assert_rewrite("tests.support.kube_contract")
+
+from tests.support.apiserver import FakeApiServer  # noqa: E402
+from vgpu_extender.kube.real import RealKubeClient  # noqa: E402
 
 
 @pytest.fixture

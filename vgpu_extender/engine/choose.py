@@ -23,6 +23,7 @@ from vgpu_extender.domain import (
     Reason,
     Rejection,
 )
+from vgpu_extender.engine.columns import UNLIMITED
 from vgpu_extender.engine.index import ClusterIndex
 from vgpu_extender.engine.selection import selector_mask
 
@@ -40,6 +41,11 @@ class NodeState:
     cores_free: list[int]
     slots_total: list[int]
     slots_free: list[int]
+    #: Host CPU (milli) free on the node before the pod (UNLIMITED where untracked), and
+    #: the pod's own host CPU request: policies that judge what else will still fit the
+    #: node once the pod is placed read them.
+    host_cpu_free: int = UNLIMITED
+    pod_cpu_milli: int = 0
 
     @classmethod
     def of(cls, index: ClusterIndex, row: int, request: PodRequest | None = None) -> NodeState:
@@ -61,6 +67,8 @@ class NodeState:
             cores_free=cols.cores_free[row, :n].tolist(),
             slots_total=cols.slots_total[row, :n].tolist(),
             slots_free=cols.slots_free[row, :n].tolist(),
+            host_cpu_free=int(cols.cpu_free[row]),
+            pod_cpu_milli=request.cpu_milli if request is not None else 0,
         )
 
     def copy(self) -> NodeState:
@@ -74,6 +82,8 @@ class NodeState:
             list(self.cores_free),
             list(self.slots_total),
             list(self.slots_free),
+            self.host_cpu_free,
+            self.pod_cpu_milli,
         )
 
     def fits(self, slot: int, container: ContainerRequest) -> Reason | None:

@@ -17,7 +17,7 @@ import numpy as np
 
 from vgpu_extender.domain import ContainerRequest, PodAssignment, PodRequest, Reason, Rejection
 from vgpu_extender.engine.columns import BoolGrid, DeviceColumns, IntGrid, IntVec, per_node_count
-from vgpu_extender.engine.explain import explain_rows
+from vgpu_extender.engine.explain import distinct_shapes, explain_rows
 from vgpu_extender.engine.index import ClusterIndex
 from vgpu_extender.engine.selection import selector_mask
 
@@ -37,6 +37,8 @@ def memory_need(cols: DeviceColumns, container: ContainerRequest) -> IntGrid | i
     """MiB the container needs on each device (a scalar unless it asks for a percentage)."""
     if container.memory_mib > 0:
         return container.memory_mib
+    if container.memory_percent == 100:  # a whole device's memory: no arithmetic needed
+        return cols.mem_total
     return cols.mem_total * container.memory_percent // 100
 
 
@@ -66,22 +68,31 @@ def fit(
     candidates: Sequence[str],
     *,
     exact: ExactCheck | None = None,
+    explain: bool = True,
 ) -> FitResult:
     """Which of ``candidates`` can take ``request`` now, and why the others cannot.
 
     ``exact`` confirms multi-container pods on one node (the device choice); without
-    it the per-container check alone decides.
+    it the per-container check alone decides. ``explain=False`` skips the reasons of
+    rejected nodes, for callers that only place pods (the trace replay).
     """
     rows = index.rows_of(candidates)
+    cols = index.cols
     if not request.managed:
         known = rows >= 0
-        return _result(candidates, rows, known, {}, index, request, None)
-    cols = index.cols
+        if not (request.cpu_milli or request.host_memory_mib):
+            return _result(candidates, rows, known, {}, index, request, None, explain)
+        # Host requests still apply (NodeResourcesFit, where the engine tracks the host).
+        safe = np.where(known, rows, 0)
+        known &= cols.cpu_free[safe] >= request.cpu_milli
+        known &= cols.hostmem_free[safe] >= request.host_memory_mib
+        static = static_mask(index, request)
+        return _result(candidates, rows, known, {}, index, request, static, explain)
     static = static_mask(index, request)
     good = rows >= 0
     safe_rows = np.where(good, rows, 0)
     numa_values = index.numa_values if request.numa_bind else None
-    for container in _distinct(request.device_containers):
+    for container in distinct_shapes(request.device_containers):
         ok = fitting_devices(cols, container, static)
         counts = per_node_count(ok, cols.numa, numa_values)
         good &= counts[safe_rows] >= container.count
@@ -95,15 +106,7 @@ def fit(
             if isinstance(verdict, Rejection):
                 good[position] = False
                 extra[int(position)] = verdict
-    return _result(candidates, rows, good, extra, index, request, static)
-
-
-def _distinct(containers: Sequence[ContainerRequest]) -> list[ContainerRequest]:
-    """Containers with distinct shapes: identical ones need only one vectorised pass."""
-    seen: dict[tuple[int, int, int, int], ContainerRequest] = {}
-    for c in containers:
-        seen.setdefault((c.count, c.memory_mib, c.memory_percent, c.cores), c)
-    return list(seen.values())
+    return _result(candidates, rows, good, extra, index, request, static, explain)
 
 
 def _result(
@@ -114,6 +117,7 @@ def _result(
     index: ClusterIndex,
     request: PodRequest,
     static: BoolGrid | None,
+    explain: bool = True,
 ) -> FitResult:
     result = FitResult()
     if bool(good.all()):
@@ -122,14 +126,17 @@ def _result(
         return result
     result.rows = rows[good]
     result.feasible = list(compress(candidates, good.tolist()))
-    failed = np.flatnonzero(~good)
-    for p in failed[rows[failed] < 0]:
-        result.rejections[candidates[int(p)]] = Rejection(Reason.UNKNOWN_NODE, unresolvable=True)
+    unknown = rows < 0
+    named = ~good & unknown
+    if named.any():
+        gone = Rejection(Reason.UNKNOWN_NODE, unresolvable=True)
+        result.rejections.update((name, gone) for name in compress(candidates, named.tolist()))
     for p, rejection in extra.items():
         result.rejections[candidates[p]] = rejection
-    rest = [int(p) for p in failed if rows[p] >= 0 and int(p) not in extra]
-    if rest and static is not None:
+    rest = ~good & ~unknown
+    if extra:
+        rest[list(extra)] = False
+    if explain and static is not None and rest.any():
         explained = explain_rows(index, request, rows[rest], static)
-        for p, rejection in zip(rest, explained, strict=True):
-            result.rejections[candidates[p]] = rejection
+        result.rejections.update(zip(compress(candidates, rest.tolist()), explained, strict=True))
     return result

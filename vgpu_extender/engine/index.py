@@ -151,6 +151,7 @@ class ClusterIndex:
     # ----------------------------------------------------------------- nodes
     def upsert_node(self, inventory: NodeInventory) -> None:
         """Add or replace a node's inventory, keeping the allocations that still apply."""
+        self._check_uuids(inventory)
         self._version += 1
         self._topology_version += 1
         row = self._row_of.get(inventory.name)
@@ -166,11 +167,6 @@ class ClusterIndex:
         cols.clear_row(row)
         devices = tuple(inventory.devices)
         for slot, dev in enumerate(devices):
-            if dev.uuid in self._slot_of_uuid:
-                owner = self.name_of(self._slot_of_uuid[dev.uuid][0])
-                raise AllocationError(
-                    f"device {dev.uuid} of node {inventory.name} is already registered on {owner}"
-                )
             self._slot_of_uuid[dev.uuid] = (row, slot)
             cols.valid[row, slot] = True
             cols.healthy[row, slot] = dev.healthy
@@ -193,6 +189,20 @@ class ClusterIndex:
             self._allocations[uid] = self._resolve(uid, row, old_alloc.assignment, old_alloc)
             self._add_usage(self._allocations[uid], sign=-1)
         cols.refresh_row_sums(row)
+
+    def _check_uuids(self, inventory: NodeInventory) -> None:
+        """Refuse, before changing anything, a device UUID listed twice or held by another node."""
+        seen: set[str] = set()
+        for dev in inventory.devices:
+            if dev.uuid in seen:
+                raise AllocationError(f"device {dev.uuid} is listed twice by node {inventory.name}")
+            seen.add(dev.uuid)
+            where = self._slot_of_uuid.get(dev.uuid)
+            owner = None if where is None else self._names[where[0]]
+            if owner is not None and owner != inventory.name:
+                raise AllocationError(
+                    f"device {dev.uuid} of node {inventory.name} is already registered on {owner}"
+                )
 
     def remove_node(self, name: str) -> list[str]:
         """Forget a node. Returns the pods whose allocations went with it."""

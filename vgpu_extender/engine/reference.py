@@ -7,7 +7,7 @@ from __future__ import annotations
 
 from collections.abc import Sequence
 
-from vgpu_extender.domain import ContainerRequest, Device, PodRequest
+from vgpu_extender.domain import ContainerRequest, Device, NodeInventory, PodRequest
 from vgpu_extender.engine.index import ClusterIndex
 
 
@@ -34,15 +34,29 @@ def _device_fits(dev: Device, free: list[int], c: ContainerRequest) -> bool:
     return cores_free >= c.cores if c.cores > 0 else cores_free > 0
 
 
+def _host_fits(index: ClusterIndex, request: PodRequest, inv: NodeInventory) -> bool:
+    """Host CPU and memory, where the inventory tracks them, less what the node's pods hold."""
+    pods = index.pods_on(inv.name)
+    cpu_ok = inv.cpu_milli is None or (
+        inv.cpu_milli - sum(a.cpu_milli for a in pods) >= request.cpu_milli
+    )
+    memory_ok = inv.memory_mib is None or (
+        inv.memory_mib - sum(a.memory_mib for a in pods) >= request.host_memory_mib
+    )
+    return cpu_ok and memory_ok
+
+
 def reference_fits(index: ClusterIndex, request: PodRequest, node: str) -> bool:
     """Whether ``request`` fits ``node``: a greedy loop in device-index order."""
     if node not in index:
         return False
     inv = index.inventory(node)
-    if inv.problem:
+    if not _host_fits(index, request, inv):
         return False
     if not request.managed:
         return True
+    if inv.problem:
+        return False
     free = free_capacity(index, node)
     base = {u: list(v) for u, v in free.items()}
     sel = request.selector

@@ -17,21 +17,35 @@ def allowed_type_ids(index: ClusterIndex, selector: DeviceSelector) -> np.ndarra
     )
 
 
+def type_mask(index: ClusterIndex, selector: DeviceSelector) -> BoolGrid | None:
+    """Devices whose type the selector accepts, or None when it constrains no type."""
+    if not selector.constrains_types:
+        return None
+    mask: BoolGrid = np.isin(index.cols.type_id, allowed_type_ids(index, selector))
+    return mask
+
+
+def uuid_mask(index: ClusterIndex, selector: DeviceSelector) -> BoolGrid | None:
+    """Devices whose UUID the selector accepts, or None when it constrains no UUID."""
+    if not selector.constrains_uuids:
+        return None
+    cols = index.cols
+    uuid_ok = np.zeros_like(cols.valid) if selector.use_uuids else cols.valid.copy()
+    for uuid in selector.use_uuids:
+        where = index.locate(uuid)
+        if where is not None:
+            uuid_ok[where] = True
+    for uuid in selector.avoid_uuids:
+        where = index.locate(uuid)
+        if where is not None:
+            uuid_ok[where] = False
+    return uuid_ok
+
+
 def selector_mask(index: ClusterIndex, selector: DeviceSelector) -> BoolGrid | None:
     """Devices the selector accepts, or None when it accepts every device."""
-    cols = index.cols
-    mask: BoolGrid | None = None
-    if selector.constrains_types:
-        mask = np.isin(cols.type_id, allowed_type_ids(index, selector))
-    if selector.constrains_uuids:
-        uuid_ok = np.zeros_like(cols.valid) if selector.use_uuids else cols.valid.copy()
-        for uuid in selector.use_uuids:
-            where = index.locate(uuid)
-            if where is not None:
-                uuid_ok[where] = True
-        for uuid in selector.avoid_uuids:
-            where = index.locate(uuid)
-            if where is not None:
-                uuid_ok[where] = False
-        mask = uuid_ok if mask is None else mask & uuid_ok
-    return mask
+    by_type = type_mask(index, selector)
+    by_uuid = uuid_mask(index, selector)
+    if by_type is None:
+        return by_uuid
+    return by_type if by_uuid is None else by_type & by_uuid

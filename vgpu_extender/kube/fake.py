@@ -91,7 +91,7 @@ class FakeKubeClient:
 
     def list_pods_with_version(self, *, node: str | None = None) -> Listing:
         self._enter("list_pods")
-        return self.cluster.list("pods", predicate=None if node is None else _on_node(node))
+        return self.cluster.list_objects("pods", predicate=None if node is None else _on_node(node))
 
     def patch_pod_annotations(
         self,
@@ -147,7 +147,7 @@ class FakeKubeClient:
 
     def list_nodes_with_version(self) -> Listing:
         self._enter("list_nodes")
-        return self.cluster.list("nodes")
+        return self.cluster.list_objects("nodes")
 
     def get_node(self, name: str) -> KubeObject | None:
         self._enter("get_node")

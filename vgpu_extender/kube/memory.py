@@ -7,8 +7,8 @@ server, so the fake and the real client over HTTP see one behaviour:
 - merge patches whose ``metadata.resourceVersion`` or ``metadata.uid`` is stale fail
   with 409, as do replaces with a stale version and creates of an existing name;
 - a binding fails with 409 when the pod already has a node or another UID;
-- a bounded change history, so a watch can resume from a version and a version
-  older than the history fails with 410 (:class:`WatchExpired`).
+- a bounded change history (:mod:`~vgpu_extender.kube.history`), so a watch can
+  resume from a version and a version older than the history fails with 410.
 
 Errors carry the API server's own ``reason`` and ``message`` wording.
 """
@@ -19,21 +19,19 @@ import copy
 import threading
 import time
 import uuid
-from collections import deque
 from collections.abc import Callable, Iterator, Mapping
-from dataclasses import dataclass
 from datetime import UTC, datetime
 from typing import Any, Literal
 
-from vgpu_extender.kube.client import Listing, WatchEvent, WatchEventType, is_unversioned
+from vgpu_extender.kube.client import Listing, WatchEvent, is_unversioned
 from vgpu_extender.kube.errors import (
     AlreadyBound,
     Conflict,
     KubeError,
     NotFound,
     UidMismatch,
-    WatchExpired,
 )
+from vgpu_extender.kube.history import Change, ChangeLog
 from vgpu_extender.kube.objects import KubeObject
 
 Kind = Literal["pods", "nodes", "leases"]
@@ -76,29 +74,14 @@ def _invalid(message: str) -> KubeError:
     return KubeError(message, status=422, reason="Invalid")
 
 
-@dataclass(frozen=True, slots=True)
-class _Change:
-    """One write. ``old`` is None for a create; for a delete ``new`` is the last state."""
-
-    revision: int
-    kind: str
-    old: KubeObject | None
-    new: KubeObject
-    deleted: bool = False
-
-
 class InMemoryCluster:
     """Pods, nodes and leases in memory, with watches. Thread-safe."""
 
     def __init__(self, *, history_limit: int = 10_000) -> None:
-        if history_limit < 1:
-            raise ValueError(f"history_limit must be at least 1, got {history_limit!r}")
         self._cond = threading.Condition()
         self._objects: dict[str, dict[tuple[str, str], KubeObject]] = {k: {} for k in _NAMESPACED}
-        self._revision = 0
-        self._compacted = 0  # every change after this revision is still in the history
-        self._history: deque[_Change] = deque()
-        self._history_limit = history_limit
+        self._revision = 1  # etcd starts at 1 too; "0" means "any version" to a watch
+        self._history = ChangeLog(history_limit, start=self._revision)
         self._closed = False
         self.events: list[KubeObject] = []
         self.bindings: list[KubeObject] = []
@@ -121,7 +104,7 @@ class InMemoryCluster:
             raise self._not_found(kind, name)
         return obj
 
-    def list(
+    def list_objects(
         self, kind: Kind, *, namespace: str | None = None, predicate: Predicate | None = None
     ) -> Listing:
         """Matching objects sorted by namespace and name (etcd key order)."""
@@ -203,7 +186,7 @@ class InMemoryCluster:
             self._revision += 1
             gone = copy.deepcopy(old)
             gone["metadata"]["resourceVersion"] = str(self._revision)
-            self._record(_Change(self._revision, kind, old, gone, deleted=True))
+            self._record(Change(self._revision, kind, old, gone, deleted=True))
             return copy.deepcopy(gone)
 
     def bind(self, namespace: str, name: str, uid: str, node: str) -> KubeObject:
@@ -272,9 +255,11 @@ class InMemoryCluster:
         namespace: str | None = None,
         predicate: Predicate | None = None,
     ) -> Iterator[WatchEvent]:
-        """Changes after ``resource_version`` until ``timeout_s`` passes with nothing new.
+        """Changes after ``resource_version`` until ``timeout_s`` has passed.
 
-        The timeout bounds the whole watch, as the server's ``timeoutSeconds`` does.
+        The timeout bounds the whole watch, as the server's ``timeoutSeconds`` does. A
+        malformed version fails here; an expired one at the first ``next()``, as an
+        etcd watch reports it in the stream.
         """
         deadline = time.monotonic() + timeout_s
 
@@ -287,11 +272,20 @@ class InMemoryCluster:
         with self._cond:
             if is_unversioned(resource_version):
                 cursor = self._revision
-                initial = self.list(kind, namespace=namespace, predicate=predicate).items
+                initial = self.list_objects(kind, namespace=namespace, predicate=predicate).items
             else:
                 cursor = self._parse_version(resource_version)
-                self._check_not_expired(cursor)
                 initial = []
+        return self._follow(kind, cursor, initial, deadline, matches)
+
+    def _follow(
+        self,
+        kind: Kind,
+        cursor: int,
+        initial: list[KubeObject],
+        deadline: float,
+        matches: Callable[[KubeObject | None], bool],
+    ) -> Iterator[WatchEvent]:
         for obj in initial:
             yield "ADDED", obj
         while True:
@@ -299,8 +293,7 @@ class InMemoryCluster:
                 while True:
                     if self._closed:
                         return
-                    self._check_not_expired(cursor)
-                    pending = [c for c in self._history if c.revision > cursor]
+                    pending = self._history.after(cursor)
                     if pending:
                         break
                     remaining = deadline - time.monotonic()
@@ -309,23 +302,14 @@ class InMemoryCluster:
                     self._cond.wait(remaining)
             for change in pending:
                 cursor = change.revision
-                if change.kind != kind:
-                    continue
-                was, now = matches(change.old), matches(change.new)
-                if change.deleted:
-                    event: WatchEventType | None = "DELETED" if was else None
-                elif was:
-                    event = "MODIFIED" if now else "DELETED"  # moved out of the selection
-                else:
-                    event = "ADDED" if now else None  # created, or moved into the selection
+                event = change.as_event(matches) if change.kind == kind else None
                 if event is not None:
-                    yield event, copy.deepcopy(change.new)
+                    yield event
 
     def compact(self) -> None:
         """Forget the history, as etcd compaction does: older versions now get 410."""
         with self._cond:
-            self._history.clear()
-            self._compacted = self._revision
+            self._history.compact(self._revision)
             self._cond.notify_all()
 
     def close(self) -> None:
@@ -388,22 +372,12 @@ class InMemoryCluster:
         self._revision += 1
         new["metadata"]["resourceVersion"] = str(self._revision)
         self._objects[kind][key] = new
-        self._record(_Change(self._revision, kind, old, copy.deepcopy(new)))
+        self._record(Change(self._revision, kind, old, copy.deepcopy(new)))
         return copy.deepcopy(new)
 
-    def _record(self, change: _Change) -> None:
+    def _record(self, change: Change) -> None:
         self._history.append(change)
-        while len(self._history) > self._history_limit:
-            self._compacted = self._history.popleft().revision
         self._cond.notify_all()
-
-    def _check_not_expired(self, cursor: int) -> None:
-        if cursor < self._compacted:
-            raise WatchExpired(
-                f"too old resource version: {cursor} ({self._compacted + 1})",
-                status=410,
-                reason="Expired",
-            )
 
     @staticmethod
     def _parse_version(resource_version: str | None) -> int:

@@ -9,7 +9,7 @@ parsed and success is the 2xx status.
 
 Leases go through the client's raw request path instead of the typed methods: the
 typed ``V1Lease`` writes ``acquireTime``/``renewTime`` with ``isoformat()``, which
-drops the microseconds the API server's MicroTime format requires.
+leaves out zero fractional seconds that the API server's MicroTime parser requires.
 
 No client-side rate limiting: the official client has none, and the extender's
 call rate is bounded by kube-scheduler's own.
@@ -18,19 +18,15 @@ call rate is bounded by kube-scheduler's own.
 from __future__ import annotations
 
 import logging
-import os
 from collections.abc import Callable, Iterator, Mapping
-from dataclasses import dataclass
 from datetime import UTC, datetime
-from pathlib import Path
 from typing import Any
+from urllib.parse import quote
 
 import msgspec
 import urllib3
 from kubernetes import client as k8s
-from kubernetes import config as k8s_config
 from kubernetes.client.exceptions import ApiException
-from kubernetes.config.config_exception import ConfigException
 
 from vgpu_extender.kube import bodies
 from vgpu_extender.kube.client import (
@@ -40,6 +36,7 @@ from vgpu_extender.kube.client import (
     check_watch_args,
     is_unversioned,
 )
+from vgpu_extender.kube.config import Timeouts
 from vgpu_extender.kube.errors import (
     KubeError,
     NotFound,
@@ -53,60 +50,6 @@ logger = logging.getLogger(__name__)
 MERGE_PATCH = "application/merge-patch+json"
 _WATCH_TYPES = frozenset({"ADDED", "MODIFIED", "DELETED"})
 _TRANSPORT_ERRORS = (urllib3.exceptions.HTTPError, OSError)
-
-
-@dataclass(frozen=True, slots=True)
-class Timeouts:
-    """Socket timeouts. A watch's read timeout is its ``timeoutSeconds`` plus ``watch_slack_s``."""
-
-    connect_s: float = 5.0
-    read_s: float = 15.0
-    watch_slack_s: float = 10.0
-
-    def __post_init__(self) -> None:
-        for field in ("connect_s", "read_s", "watch_slack_s"):
-            value = getattr(self, field)
-            if not isinstance(value, int | float) or value <= 0:
-                raise ValueError(f"timeout {field} must be a positive number, got {value!r}")
-
-
-def load_configuration(
-    *, kubeconfig: str | None = None, context: str | None = None
-) -> k8s.Configuration | None:
-    """Where to reach the cluster: ``None`` means none was found (standalone mode).
-
-    An explicit ``kubeconfig`` wins and must load; otherwise the in-cluster service
-    account, then ``$KUBECONFIG`` or ``~/.kube/config`` when such a file exists.
-    """
-    configuration = k8s.Configuration()
-    if kubeconfig is not None:
-        try:
-            k8s_config.load_kube_config(  # type: ignore[no-untyped-call]
-                config_file=kubeconfig,
-                context=context,
-                client_configuration=configuration,
-                persist_config=False,
-            )
-        except (ConfigException, OSError, ValueError) as exc:
-            raise KubeError(f"kubeconfig {kubeconfig!r} cannot be loaded: {exc}") from exc
-        return configuration
-    try:
-        k8s_config.load_incluster_config(  # type: ignore[no-untyped-call]
-            client_configuration=configuration
-        )
-        return configuration
-    except ConfigException:
-        pass
-    paths = os.environ.get("KUBECONFIG", "~/.kube/config").split(os.pathsep)
-    if not any(Path(p).expanduser().is_file() for p in paths if p):
-        return None
-    try:
-        k8s_config.load_kube_config(  # type: ignore[no-untyped-call]
-            context=context, client_configuration=configuration, persist_config=False
-        )
-    except (ConfigException, OSError, ValueError) as exc:
-        raise KubeError(f"kubeconfig {paths!r} cannot be loaded: {exc}") from exc
-    return configuration
 
 
 def _decode(data: bytes, context: str) -> KubeObject:
@@ -215,7 +158,8 @@ class RealKubeClient:
             )
         except KubeError as exc:
             raise as_binding_error(exc) from None
-        response.release_conn()
+        # The answer is a Status, not a Binding: read past it, parse nothing.
+        self._finish(context, response)
 
     def create_event(
         self,
@@ -239,12 +183,9 @@ class RealKubeClient:
                 now=self._clock(),
             )
             event = k8s.CoreV1Event.model_validate(body)
-            self._send(
-                f"create event for pod {namespace}/{pod}",
-                self._core.create_namespaced_event,
-                namespace,
-                event,
-            ).release_conn()
+            context = f"create event for pod {namespace}/{pod}"
+            response = self._send(context, self._core.create_namespaced_event, namespace, event)
+            self._finish(context, response)
         except (KubeError, ValueError) as exc:
             logger.warning("event %s for pod %s/%s not recorded: %s", reason, namespace, pod, exc)
 
@@ -332,13 +273,17 @@ class RealKubeClient:
         self, context: str, method: Callable[..., Any], *args: Any, **kwargs: Any
     ) -> KubeObject:
         response = self._send(context, method, *args, **kwargs)
+        return _decode(self._finish(context, response), context)
+
+    @staticmethod
+    def _finish(context: str, response: urllib3.BaseHTTPResponse) -> bytes:
+        """Read the whole body, so the connection goes back to the pool clean."""
         try:
-            data = response.data
+            return response.data
         except _TRANSPORT_ERRORS as exc:
             raise KubeError(f"{context}: {exc}") from exc
         finally:
             response.release_conn()
-        return _decode(data, context)
 
     def _raw_json(
         self, method: str, path: str, context: str, *, body: dict[str, Any] | None = None
@@ -424,5 +369,9 @@ def _listing(body: KubeObject, context: str) -> Listing:
 
 
 def _lease_path(namespace: str, name: str | None = None) -> str:
-    base = f"/apis/coordination.k8s.io/v1/namespaces/{namespace}/leases"
-    return base if name is None else f"{base}/{name}"
+    """The path with each segment quoted, so a name cannot reach another resource."""
+    for field, value in (("namespace", namespace), ("name", name)):
+        if value is not None and (not value or "/" in value):
+            raise ValueError(f"lease {field} must be a non-empty name, got {value!r}")
+    base = f"/apis/coordination.k8s.io/v1/namespaces/{quote(namespace, safe='')}/leases"
+    return base if name is None else f"{base}/{quote(name, safe='')}"

@@ -30,6 +30,9 @@ class PlannerConfig:
     fallback_policy: str = "label-priority"
     #: Reject nodes that lack a usable priority label.
     require_label: bool = False
+    #: Score pods that ask for no managed device with the node policy too. The trace
+    #: replay needs it: there CPU-only pods compete for host CPU with GPU pods.
+    score_unmanaged: bool = False
 
 
 class Planner:
@@ -53,14 +56,18 @@ class Planner:
         return self.registry.get(request.device_policy or self.config.device_policy)
 
     # ----------------------------------------------------------------- the verbs
-    def filter(self, request: PodRequest, candidates: Sequence[str]) -> FitResult:
-        """Feasible candidates and the reason for every other one."""
+    def filter(
+        self, request: PodRequest, candidates: Sequence[str], *, explain: bool = True
+    ) -> FitResult:
+        """Feasible candidates and the reason for every other one (``explain=False``:
+        feasible candidates only)."""
         ranker = self.device_policy(request).rank_devices
         result = fit(
             self.index,
             request,
             candidates,
             exact=lambda row: choose_devices(self.index, request, self.index.name_of(row), ranker),
+            explain=explain,
         )
         if self.config.require_label and result.feasible:
             self._reject_unlabelled(result)
@@ -69,7 +76,7 @@ class Planner:
     def scores(self, request: PodRequest, rows: IntVec) -> FloatVec:
         """Raw scores of known node rows: the node policy, or the fallback when it is flat."""
         raw: FloatVec = np.zeros(len(rows), dtype=np.float64)
-        if request.managed:
+        if request.managed or self.config.score_unmanaged:
             raw = np.asarray(self.node_policy(request).score_nodes(self.index, request, rows))
         fallback = self.config.fallback_policy
         if fallback and len(rows) > 1 and _flat(raw):
@@ -89,10 +96,10 @@ class Planner:
         return choose_devices(self.index, request, node, self.device_policy(request).rank_devices)
 
     def best(
-        self, request: PodRequest, candidates: Sequence[str]
+        self, request: PodRequest, candidates: Sequence[str], *, explain: bool = True
     ) -> tuple[str, PodAssignment] | FitResult:
         """The best node and its devices (decisive mode), or the fit result explaining why none."""
-        result = self.filter(request, candidates)
+        result = self.filter(request, candidates, explain=explain)
         if not result.feasible:
             return result
         raw = self.scores(request, result.rows)

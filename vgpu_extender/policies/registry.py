@@ -7,6 +7,7 @@ from dataclasses import dataclass, field
 
 from vgpu_extender.policies.base import Policy
 from vgpu_extender.policies.label_priority import DEFAULT_LABEL, LabelPriority
+from vgpu_extender.policies.typical_pods import TypicalPod
 from vgpu_extender.policies.usage import DeviceWeights, UsagePolicy
 
 
@@ -17,7 +18,7 @@ class PolicyOptions:
     priority_label: str = DEFAULT_LABEL
     device_weights: DeviceWeights = field(default_factory=DeviceWeights)
     #: Typical pods for ``fragmentation`` as (weight, shape) pairs; empty = learn online.
-    typical_pods: tuple[tuple[float, object], ...] = field(default_factory=tuple)
+    typical_pods: tuple[tuple[float, TypicalPod], ...] = field(default_factory=tuple)
 
 
 PolicyFactory = Callable[[PolicyOptions], Policy]

@@ -1,0 +1,1 @@
+"""Benchmarks: each prints a table and, with ``--json PATH``, writes its results."""

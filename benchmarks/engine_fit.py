@@ -1,0 +1,203 @@
+"""Fit + score latency of the placement engine, next to the plain reference loop.
+
+For 100, 1,000 and 5,000 nodes of 8 GPUs each, half allocated (half of the nodes, chosen
+at random, carry allocations on every GPU: a mix of whole-card and shared pods; the
+other half are idle), it times one scheduling decision's engine work:
+
+- ``filter``: which of all nodes fit, with a reason for every other node;
+- ``score``: the node policy's scores of the feasible nodes, scaled to 0..10.
+
+Each repetition gets a freshly decoded candidate list, as a JSON request body would
+give it. The reference is ``engine/reference.py``'s plain loop plus a plain scoring
+loop on the same data.
+
+Run: ``python -m benchmarks.engine_fit [--json PATH] [--quick]``.
+"""
+
+from __future__ import annotations
+
+import json
+import random
+from collections.abc import Sequence
+from dataclasses import dataclass
+from typing import Any
+
+from benchmarks.common import median, measure, parse_args, percentile, print_table, write_json
+from vgpu_extender.domain import (
+    ContainerRequest,
+    Device,
+    DeviceGrant,
+    NodeInventory,
+    PodAssignment,
+    PodRequest,
+)
+from vgpu_extender.engine import ClusterIndex, to_extender_scores
+from vgpu_extender.engine.reference import free_capacity, reference_fit
+from vgpu_extender.policies import Planner
+
+SIZES = (100, 1_000, 5_000)
+GPUS = 8
+MEMORY_MIB = 81_920
+SPLIT = 10
+GOAL_NODES = 5_000
+GOAL_MEDIAN_MS = 0.5
+GOAL_SPEEDUP = 20.0
+
+CASES: dict[str, PodRequest] = {
+    # nvidia.com/gpu: 1, gpumem: 10240, gpucores: 20
+    "1-gpu-shared": PodRequest(
+        uid="bench-shared",
+        containers=(ContainerRequest("main", count=1, memory_mib=10_240, cores=20),),
+    ),
+    # nvidia.com/gpu: 8 alone: eight whole cards (100 % memory, 100 cores each)
+    "8-gpu-whole": PodRequest(
+        uid="bench-whole",
+        containers=(ContainerRequest("main", count=8, memory_percent=100, cores=100),),
+    ),
+}
+
+
+@dataclass
+class Cluster:
+    index: ClusterIndex
+    names: list[str]
+
+
+def build_cluster(nodes: int, *, seed: int = 7) -> Cluster:
+    """``nodes`` nodes of 8 GPUs; a random half of them carry allocations on every GPU."""
+    rng = random.Random(seed)
+    index = ClusterIndex()
+    names = [f"gpu-node-{i:05d}" for i in range(nodes)]
+    for name in names:
+        devices = tuple(
+            Device(
+                uuid=f"GPU-{name}-{g}",
+                index=g,
+                count=SPLIT,
+                memory_mib=MEMORY_MIB,
+                cores=100,
+                type="NVIDIA-A100-SXM4-80GB",
+                numa=g // 4,
+            )
+            for g in range(GPUS)
+        )
+        index.upsert_node(NodeInventory(name=name, devices=devices))
+    busy = rng.sample(names, nodes // 2)
+    pod = 0
+    for name in busy:
+        for g in range(GPUS):
+            uuid = f"GPU-{name}-{g}"
+            if rng.random() < 1 / 3:
+                shares = [(MEMORY_MIB, 100)]
+            else:
+                shares = [
+                    (rng.choice((4_096, 8_192, 16_384)), rng.choice((10, 20, 30)))
+                    for _ in range(rng.randint(1, 3))
+                ]
+            for memory, cores in shares:
+                grant = DeviceGrant(uuid, memory, cores)
+                index.apply(f"pod-{pod}", PodAssignment(name, ((grant,),)))
+                pod += 1
+    return Cluster(index, names)
+
+
+def reference_decision(index: ClusterIndex, request: PodRequest, names: Sequence[str]) -> list[int]:
+    """The plain loop: reference fit, then HAMi's node score node by node, scaled to 0..10."""
+    feasible = reference_fit(index, request, names)
+    raw: list[float] = []
+    for name in feasible:
+        devices = index.inventory(name).devices
+        free = free_capacity(index, name)
+        used_slots = sum(d.count - free[d.uuid][2] for d in devices)
+        used_cores = sum(d.cores - free[d.uuid][1] for d in devices)
+        used_mem = sum(d.memory_mib - free[d.uuid][0] for d in devices)
+        raw.append(
+            10.0
+            * (
+                used_slots / sum(d.count for d in devices)
+                + used_cores / sum(d.cores for d in devices)
+                + used_mem / sum(d.memory_mib for d in devices)
+            )
+        )
+    if not raw:
+        return []
+    lo, hi = min(raw), max(raw)
+    if hi <= lo:
+        return [10] * len(raw)
+    return [round((r - lo) * 10 / (hi - lo)) for r in raw]
+
+
+def run(sizes: Sequence[int], *, quick: bool) -> list[dict[str, Any]]:
+    results: list[dict[str, Any]] = []
+    for nodes in sizes:
+        cluster = build_cluster(nodes)
+        planner = Planner(cluster.index)
+        body = json.dumps(cluster.names)
+        # Fresh string objects per repetition, as each request body decodes anew.
+        lists = [json.loads(body) for _ in range(8)]
+        for case, request in CASES.items():
+
+            def decide(i: int, request: PodRequest = request) -> tuple[int, int]:
+                result = planner.filter(request, lists[i % len(lists)])
+                scores = to_extender_scores(planner.scores(request, result.rows))
+                return len(scores), len(result.rejections)
+
+            feasible, rejected = decide(0)
+            engine = measure(decide, repeat=50 if quick else 400)
+            reference = measure(
+                lambda i, request=request: reference_decision(
+                    cluster.index, request, lists[i % len(lists)]
+                ),
+                repeat=3 if quick else 15,
+                warmup=1,
+                budget_s=10 if quick else 60,
+            )
+            results.append(
+                {
+                    "case": case,
+                    "nodes": nodes,
+                    "median_ms": round(median(engine), 4),
+                    "p99_ms": round(percentile(engine, 99), 4),
+                    "reference_median_ms": round(median(reference), 3),
+                    "speedup": round(median(reference) / median(engine), 1),
+                    "feasible": feasible,
+                    "rejected": rejected,
+                    "samples": len(engine),
+                }
+            )
+    return results
+
+
+def main(argv: Sequence[str] | None = None) -> int:
+    args = parse_args(__doc__.splitlines()[0], argv)
+    results = run(SIZES, quick=args.quick)
+    print_table(
+        f"engine fit + score, {GPUS} GPUs per node, half allocated",
+        ("case", "nodes", "feasible", "rejected", "median ms", "p99 ms", "reference ms", "speedup"),
+        [
+            (
+                r["case"],
+                r["nodes"],
+                r["feasible"],
+                r["rejected"],
+                r["median_ms"],
+                r["p99_ms"],
+                r["reference_median_ms"],
+                f"{r['speedup']}x",
+            )
+            for r in results
+        ],
+    )
+    for r in results:
+        if r["nodes"] == GOAL_NODES:
+            met = r["median_ms"] <= GOAL_MEDIAN_MS and r["speedup"] >= GOAL_SPEEDUP
+            print(
+                f"goal at {GOAL_NODES} nodes, {r['case']}: median <= {GOAL_MEDIAN_MS} ms and "
+                f">= {GOAL_SPEEDUP:.0f}x the reference: {'met' if met else 'NOT met'}"
+            )
+    write_json(args.json, "engine_fit", results)
+    return 0
+
+
+if __name__ == "__main__":
+    raise SystemExit(main())

@@ -1,0 +1,89 @@
+"""The Dockerfiles: multi-stage, slim, non-root, running the console scripts."""
+
+from __future__ import annotations
+
+import fnmatch
+
+import pytest
+
+from tests.deploy.app_surface import console_scripts, pyproject
+from tests.deploy.dockerfiles import dockerfile
+from tests.deploy.manifests import BASE, DOCKER, ROOT, container, find, render
+
+COMPONENTS = {"extender": "vgpu-extender", "device-plugin": "vgpu-device-plugin"}
+
+
+@pytest.mark.parametrize("component", list(COMPONENTS))
+def test_multi_stage_on_a_slim_python(component: str) -> None:
+    parsed = dockerfile(component)
+    assert len(parsed.stages) >= 2
+    assert parsed.stages[0].name, "the build stage is named"
+    for stage in parsed.stages:
+        assert stage.image.startswith("python:3.11-slim"), stage.image
+    final = parsed.stages[-1]
+    copied_from = [v for k, v in final.instructions if k == "COPY" and "--from=" in v]
+    assert copied_from, "the final stage copies the installed environment"
+    assert not [v for k, v in final.instructions if k == "RUN" and "pip install" in v]
+
+
+@pytest.mark.parametrize("component", list(COMPONENTS))
+def test_runs_as_a_numeric_non_root_user(component: str) -> None:
+    user = dockerfile(component).user
+    assert user is not None
+    uid = user.split(":")[0]
+    assert uid.isdigit() and int(uid) > 0
+
+
+@pytest.mark.parametrize(("component", "script"), list(COMPONENTS.items()))
+def test_entrypoint_is_the_console_script(component: str, script: str) -> None:
+    assert dockerfile(component).entrypoint == [script]
+    assert script in console_scripts()
+
+
+def test_pod_user_is_the_image_user() -> None:
+    deployment = find(render(BASE), "Deployment", "vgpu-scheduler")
+    uid = int(dockerfile("extender").user.split(":")[0])
+    assert deployment["spec"]["template"]["spec"]["securityContext"]["runAsUser"] == uid
+    assert deployment["spec"]["template"]["spec"]["securityContext"]["runAsNonRoot"] is True
+
+
+def test_device_plugin_root_is_explicit_and_unprivileged() -> None:
+    daemonset = find(render(BASE), "DaemonSet", "vgpu-device-plugin")
+    context = container(daemonset, "device-plugin")["securityContext"]
+    assert context["runAsUser"] == 0 and context["runAsNonRoot"] is False
+    assert context["privileged"] is False
+    assert context["allowPrivilegeEscalation"] is False
+    assert context["capabilities"]["drop"] == ["ALL"]
+
+
+def _ignored(patterns: list[str], path: str) -> bool:
+    """Docker's rule: the last matching pattern wins, ``!`` re-includes."""
+    ignored = False
+    for pattern in patterns:
+        negate = pattern.startswith("!")
+        pattern = pattern.lstrip("!").rstrip("/")
+        if fnmatch.fnmatch(path, pattern) or path.startswith(pattern + "/"):
+            ignored = not negate
+    return ignored
+
+
+@pytest.mark.parametrize("component", list(COMPONENTS))
+def test_build_context_holds_what_the_package_needs(component: str) -> None:
+    ignore = DOCKER / f"Dockerfile.{component}.dockerignore"
+    patterns = [
+        line.strip()
+        for line in ignore.read_text(encoding="utf-8").splitlines()
+        if line.strip() and not line.startswith("#")
+    ]
+    sources = [s for group in dockerfile(component).copies() for s in group]
+    packages = pyproject()["tool"]["setuptools"]["packages"]["find"]["include"]
+    for package in packages:
+        assert package.rstrip("*") in sources, f"{package} is not copied"
+    readme = pyproject()["project"]["readme"]
+    for source in [*sources, readme, "pyproject.toml"]:
+        if "*" in source:
+            continue
+        assert (ROOT / source).exists(), f"{source} is copied but missing"
+        assert not _ignored(patterns, source), f"{source} is excluded by {ignore.name}"
+    assert _ignored(patterns, "tests/unit/test_x.py")
+    assert _ignored(patterns, ".venv/bin/python")

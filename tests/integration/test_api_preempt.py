@@ -1,0 +1,144 @@
+"""preempt over real HTTP: per node the fewest victims that make the pod fit.
+
+demo-t4-1 has two T4 (15360 MiB each). Four victims of 7000 MiB fill it two per GPU
+(1360 MiB left on each); the preemptor wants one GPU with 7000 MiB, so exactly one
+victim must go, and which one depends on priorities.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Iterator
+from typing import Any
+
+import pytest
+
+from tests.support.server import (
+    RunningExtender,
+    pod_json,
+    place,
+    standalone_settings,
+    start_extender,
+)
+
+VICTIMS = [pod_json(f"v{i}", mem=7000) for i in range(4)]
+PREEMPTOR = pod_json("urgent", mem=7000, priority=1000)
+
+
+@pytest.fixture(scope="module")
+def filled(tmp_path_factory: pytest.TempPathFactory) -> Iterator[RunningExtender]:
+    """Preempt changes nothing, so one filled extender serves every test here."""
+    running = start_extender(standalone_settings(tmp_path_factory.mktemp("pre"), demo=True))
+    for pod in VICTIMS:
+        place(running, pod, "demo-t4-1")
+    yield running
+    running.stop()
+
+
+def _meta(node_victims: dict[str, list[str]]) -> dict[str, Any]:
+    return {
+        node: {"Pods": [{"UID": uid} for uid in uids], "NumPDBViolations": 0}
+        for node, uids in node_victims.items()
+    }
+
+
+def _uids(answer: dict[str, Any]) -> dict[str, list[str]]:
+    return {
+        node: [pod["UID"] for pod in entry["Pods"]]
+        for node, entry in answer["NodeNameToMetaVictims"].items()
+    }
+
+
+UIDS = [p["metadata"]["uid"] for p in VICTIMS]
+
+
+@pytest.mark.parametrize(
+    ("candidates", "expected"),
+    [
+        # Received in decreasing priority: the last is the lowest, and one is enough.
+        ({"demo-t4-1": UIDS}, {"demo-t4-1": [UIDS[3]]}),
+        ({"demo-t4-1": list(reversed(UIDS))}, {"demo-t4-1": [UIDS[0]]}),
+        # A node with free room keeps kube-scheduler's own victims.
+        ({"demo-t4-2": ["other-pod"]}, {"demo-t4-2": ["other-pod"]}),
+        # Unknown nodes and victims that hold nothing useful are dropped.
+        ({"no-such-node": UIDS}, {}),
+        ({"demo-t4-1": ["holds-no-gpu"]}, {}),
+        # An empty or null entry is never sent back.
+        ({"demo-t4-1": []}, {}),
+    ],
+    ids=["lowest-last", "lowest-first", "room-already", "unknown-node", "useless", "empty"],
+)
+def test_meta_victims(
+    filled: RunningExtender, candidates: dict[str, list[str]], expected: dict[str, list[str]]
+) -> None:
+    running = filled
+    answer = running.verb(
+        "/preempt",
+        {"Pod": PREEMPTOR, "NodeNameToVictims": None, "NodeNameToMetaVictims": _meta(candidates)},
+    )
+    assert _uids(answer) == expected
+    # Preempt is advice: nothing is released until the pods are really gone.
+    assert len(running.runtime.cluster.index.pods_on("demo-t4-1")) == len(VICTIMS)
+
+
+def test_full_victim_pods_are_ranked_by_their_priority(filled: RunningExtender) -> None:
+    running = filled
+    priorities = [5, 1, 3, 10]
+    victims = [
+        {**pod, "spec": {**pod["spec"], "priority": p}}
+        for pod, p in zip(VICTIMS, priorities, strict=True)
+    ]
+    answer = running.verb(
+        "/preempt",
+        {
+            "Pod": PREEMPTOR,
+            "NodeNameToVictims": {"demo-t4-1": {"Pods": victims, "NumPDBViolations": 1}},
+            "NodeNameToMetaVictims": None,
+        },
+    )
+    assert answer["NodeNameToMetaVictims"] == {
+        "demo-t4-1": {"Pods": [{"UID": UIDS[1]}], "NumPDBViolations": 1}
+    }
+
+
+def test_the_smallest_set_can_take_several_victims(filled: RunningExtender) -> None:
+    running = filled
+    big = pod_json("bigger", mem=14000)  # needs one GPU emptied: both its victims
+    answer = running.verb(
+        "/preempt",
+        {
+            "Pod": big,
+            "NodeNameToVictims": None,
+            "NodeNameToMetaVictims": _meta({"demo-t4-1": UIDS}),
+        },
+    )
+    chosen = _uids(answer)["demo-t4-1"]
+    assert len(chosen) == 2
+    devices = {
+        running.runtime.cluster.index.allocation(uid).assignment.device_uuids  # type: ignore[union-attr]
+        for uid in chosen
+    }
+    assert len(devices) == 1  # both on the same GPU: freeing it is what makes room
+
+
+def test_no_subset_helps_a_pod_bigger_than_any_device(filled: RunningExtender) -> None:
+    running = filled
+    answer = running.verb(
+        "/preempt",
+        {
+            "Pod": pod_json("giant", mem=20_000),
+            "NodeNameToMetaVictims": _meta({"demo-t4-1": UIDS}),
+        },
+    )
+    assert answer == {"NodeNameToMetaVictims": {}}
+
+
+def test_a_pod_without_devices_keeps_the_proposed_victims(filled: RunningExtender) -> None:
+    running = filled
+    answer = running.verb(
+        "/preempt",
+        {
+            "pod": pod_json("cpu", gpus=None),
+            "nodenametometavictims": _meta({"demo-t4-1": UIDS[:2], "demo-t4-2": []}),
+        },
+    )
+    assert _uids(answer) == {"demo-t4-1": UIDS[:2]}

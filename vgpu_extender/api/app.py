@@ -1,0 +1,60 @@
+"""The FastAPI application, built per call: settings in, app out, nothing at import.
+
+The lifespan builds the runtime (store, index, services, watches) and tears it down;
+a test passes its own ``Settings`` and, when it wants one, its own ``KubeClient``.
+"""
+
+from __future__ import annotations
+
+from collections.abc import AsyncIterator, Callable
+from contextlib import asynccontextmanager
+from datetime import datetime
+
+from fastapi import FastAPI
+from starlette.concurrency import run_in_threadpool
+
+from vgpu_extender.api.routes import extender
+from vgpu_extender.api.verbs import exception_handler
+from vgpu_extender.kube import KubeClient
+from vgpu_extender.services.runtime import Runtime, connect_kube
+from vgpu_extender.settings import Settings
+
+
+def create_app(
+    settings: Settings | None = None,
+    *,
+    kube: KubeClient | None = None,
+    clock: Callable[[], datetime] | None = None,
+) -> FastAPI:
+    """The extender's HTTP app.
+
+    ``kube`` replaces the client the settings would connect (in-cluster config or a
+    kubeconfig); without either the extender runs standalone. ``clock`` is for tests.
+    """
+    resolved = settings if settings is not None else Settings()
+
+    @asynccontextmanager
+    async def lifespan(app: FastAPI) -> AsyncIterator[None]:
+        client = kube if kube is not None else await run_in_threadpool(connect_kube, resolved)
+        options = {"clock": clock} if clock is not None else {}
+        runtime = Runtime.build(resolved, kube=client, **options)
+        try:
+            await run_in_threadpool(runtime.start)
+        except BaseException:
+            await run_in_threadpool(runtime.stop)
+            raise
+        app.state.runtime = runtime
+        try:
+            yield
+        finally:
+            await run_in_threadpool(runtime.stop)
+
+    app = FastAPI(
+        title="vgpu-extender",
+        summary="kube-scheduler extender sharing GPUs by virtual slices",
+        lifespan=lifespan,
+    )
+    app.state.settings = resolved
+    app.include_router(extender.router)
+    app.add_exception_handler(Exception, exception_handler)
+    return app

@@ -1,0 +1,133 @@
+"""``vgpu-extender``: the extender's command line.
+
+Every setting comes from the environment (``VGPU_*``, see ``settings.py``); the flags
+below override the common ones.
+
+  vgpu-extender serve --demo            # sample inventory, no cluster, 127.0.0.1:8888
+  vgpu-extender serve --inventory nodes.yaml
+  vgpu-extender migrate                 # bring the database schema up to date
+"""
+
+from __future__ import annotations
+
+import importlib
+import importlib.util
+import logging
+from pathlib import Path
+from typing import Annotated, Any
+
+import typer
+from pydantic import ValidationError
+
+from vgpu_extender.settings import Settings
+
+app = typer.Typer(add_completion=False, help=__doc__, no_args_is_help=True)
+
+
+def load_settings(overrides: dict[str, Any]) -> Settings:
+    """Environment first, flags on top; a bad value exits with the field named."""
+    given = {key: value for key, value in overrides.items() if value is not None}
+    try:
+        return Settings(**given)
+    except ValidationError as exc:
+        lines = [
+            f"  {'.'.join(str(p) for p in err['loc']) or 'settings'}: {err['msg']}"
+            + (f" (got {err['input']!r})" if err.get("input") is not None and err["loc"] else "")
+            for err in exc.errors()
+        ]
+        typer.echo("invalid settings:\n" + "\n".join(lines), err=True)
+        raise typer.Exit(2) from None
+
+
+@app.command()
+def serve(
+    host: Annotated[str | None, typer.Option(help="Address to listen on.")] = None,
+    port: Annotated[int | None, typer.Option(help="Port to listen on.")] = None,
+    demo: Annotated[
+        bool | None,
+        typer.Option("--demo/--no-demo", help="Standalone with a built-in sample inventory."),
+    ] = None,
+    inventory: Annotated[
+        Path | None, typer.Option(help="Standalone inventory file (JSON or YAML).")
+    ] = None,
+    database_url: Annotated[
+        str | None, typer.Option(help="sqlite:///FILE or postgresql+psycopg://...")
+    ] = None,
+    node_policy: Annotated[
+        str | None, typer.Option(help="Node policy (binpack, spread...).")
+    ] = None,
+    device_policy: Annotated[str | None, typer.Option(help="Device policy.")] = None,
+    kubeconfig: Annotated[Path | None, typer.Option(help="Kubeconfig file.")] = None,
+    standalone: Annotated[
+        bool, typer.Option(help="Do not look for a cluster even if a kubeconfig exists.")
+    ] = False,
+    log_level: Annotated[str | None, typer.Option(help="DEBUG, INFO, WARNING or ERROR.")] = None,
+) -> None:
+    """Serve the extender verbs (filter, prioritize, bind, preempt) over HTTP."""
+    settings = load_settings(
+        {
+            "host": host,
+            "port": port,
+            "demo": demo,
+            "inventory_file": inventory,
+            "database_url": database_url,
+            "node_policy": node_policy,
+            "device_policy": device_policy,
+            "kubeconfig": kubeconfig,
+            "kube_mode": "off" if standalone else None,
+            "log_level": log_level.upper() if log_level else None,
+        }
+    )
+    import uvicorn
+
+    from vgpu_extender.api import create_app
+
+    logging.basicConfig(
+        level=settings.log_level, format="%(asctime)s %(levelname)s %(name)s: %(message)s"
+    )
+    ssl: dict[str, Any] = {}
+    if settings.tls_cert is not None and settings.tls_key is not None:
+        ssl = {"ssl_certfile": str(settings.tls_cert), "ssl_keyfile": str(settings.tls_key)}
+    uvicorn.run(
+        create_app(settings),
+        host=settings.host,
+        port=settings.port,
+        log_level=settings.log_level.lower(),
+        access_log=False,
+        **ssl,
+    )
+
+
+@app.command()
+def migrate(
+    database_url: Annotated[
+        str | None, typer.Option(help="sqlite:///FILE or postgresql+psycopg://...")
+    ] = None,
+) -> None:
+    """Apply the database migrations (also done on every start)."""
+    from vgpu_extender import store
+
+    settings = load_settings({"database_url": database_url})
+    try:
+        store.migrate(settings.database_url)
+        revision = store.schema_revision(settings.database_url)
+    except store.StoreError as exc:
+        typer.echo(f"migrate failed: {exc}", err=True)
+        raise typer.Exit(1) from None
+    typer.echo(f"database at revision {revision}")
+
+
+def _register_plugins(target: typer.Typer) -> None:
+    """Commands contributed by optional modules (the trace simulator)."""
+    if importlib.util.find_spec("vgpu_extender.sim.command") is not None:
+        module = importlib.import_module("vgpu_extender.sim.command")
+        module.register(target)
+
+
+def main() -> None:
+    _register_plugins(app)
+    app()
+
+
+if __name__ == "__main__":
+    main()

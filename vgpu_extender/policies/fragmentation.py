@@ -1,0 +1,189 @@
+"""``fragmentation``: Fragmentation Gradient Descent (Weng et al., ATC'23; fgd.md §5-§6).
+
+FGD places a pod where it makes the node's fragmentation F (see ``fragment_math``) shrink
+the most, ``delta = F(before) - F(after)``, and on the device that does so. The typical
+pods F is measured against are given (options, a file, a trace) or learned online from the
+requests the policy observes, starting from a prior.
+
+For a pod that takes one device (a share or all of it), every fitting device of every node
+is tried at once. Nodes in equal states are scored once (``RowStates``). Host CPU is read
+from the index; where it is untracked (UNLIMITED, as in the extender) it never limits a
+shape.
+
+The raw score is ``delta`` itself, in milli. With ``quantize`` it is the paper's integer
+``floor(100 * sigmoid(delta / 1000))``, and the device pick is the lowest-index device that
+reaches the best integer score: that replays the paper's FGD exactly.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Sequence
+from dataclasses import dataclass, field
+
+import numpy as np
+
+from vgpu_extender.domain import ContainerRequest, PodAssignment, PodRequest
+from vgpu_extender.engine import ClusterIndex, NodeState, choose_devices
+from vgpu_extender.engine.columns import UNLIMITED
+from vgpu_extender.policies.base import FloatVec, IntVec
+from vgpu_extender.policies.fragment_math import (
+    ClassStats,
+    CompiledShapes,
+    Devices,
+    IntArr,
+    device_fits,
+    node_state_key,
+    one_device_after,
+    paper_score,
+    taken,
+)
+from vgpu_extender.policies.registry import PolicyOptions
+from vgpu_extender.policies.row_states import RowStates
+from vgpu_extender.policies.typical_pods import ShapeCounter, TypicalPod, WeightedShape
+
+
+# --------------------------------------------------------------------------- the policy
+@dataclass(slots=True)
+class Fragmentation:
+    """The FGD policy; typical pods fixed (``shapes``) or learned (``learner``)."""
+
+    name: str = "fragmentation"
+    shapes: tuple[WeightedShape, ...] = ()
+    learner: ShapeCounter | None = None
+    quantize: bool = False
+    _compiled: tuple[int, CompiledShapes | None] = field(default=(-1, None), repr=False)
+    _states: RowStates = field(default_factory=RowStates, repr=False)
+    #: The device order worked out while scoring the best node: (state, request) -> key
+    #: per device. The device choice that follows on that node then costs nothing.
+    _ranked: tuple[tuple[object, ...], list[float]] | None = field(default=None, repr=False)
+
+    def compiled(self) -> CompiledShapes:
+        version = self.learner.version if self.learner is not None else 0
+        cached = self._compiled
+        if cached[0] == version and cached[1] is not None:
+            return cached[1]
+        shapes = self.learner.distribution() if self.learner is not None else self.shapes
+        built = CompiledShapes.of(shapes)
+        self._compiled = (version, built)
+        return built
+
+    def observe(self, request: PodRequest) -> None:
+        if self.learner is not None:
+            self.learner.add(TypicalPod.of_request(request))
+
+    # ----------------------------------------------------------------- node scores
+    def score_nodes(self, index: ClusterIndex, request: PodRequest, rows: IntVec) -> FloatVec:
+        if len(rows) == 0:
+            return np.zeros(0, dtype=np.float64)
+        first, inverse = self._states.group(index, rows)
+        distinct = rows[first]
+        scores = self._score_distinct(index, request, distinct, Devices.of_rows(index, distinct))
+        out: FloatVec = scores[inverse]
+        return out
+
+    def _score_distinct(
+        self, index: ClusterIndex, request: PodRequest, rows: IntVec, d: Devices
+    ) -> FloatVec:
+        shapes = self.compiled()
+        stats = ClassStats.of(d, shapes)
+        before = stats.fragmentation(shapes, d.cpu)
+        cpu_after = _cpu_after(d.cpu, request.cpu_milli)
+        containers = request.device_containers
+        if not containers:
+            after = stats.fragmentation(shapes, cpu_after)
+        elif len(containers) == 1 and containers[0].count == 1:
+            # Every device that fits is a real choice: score the node by its best one.
+            per_device = one_device_after(d, shapes, stats, containers[0], cpu_after)
+            delta = before[:, None] - per_device
+            if self.quantize:
+                delta = paper_score(delta)
+            delta = np.where(np.isnan(delta), -np.inf, delta)
+            best: FloatVec = np.max(delta, axis=1)
+            top = int(np.argmax(best))
+            key = (*d.state_key(top), request.cpu_milli, containers[0])
+            self._ranked = (key, (-delta[top]).tolist())
+            out: FloatVec = np.where(np.isfinite(best), best, np.nan)
+            return out
+        elif len(containers) == 1:
+            after = self._first_devices_after(d, shapes, containers[0], cpu_after)
+        else:
+            after = self._exact_after(index, request, rows, d, shapes, cpu_after)
+        delta = before - after
+        return paper_score(delta) if self.quantize else delta
+
+    def _first_devices_after(
+        self, d: Devices, shapes: CompiledShapes, container: ContainerRequest, cpu_after: IntArr
+    ) -> FloatVec:
+        """F after ``container`` takes the lowest-index devices that fit (several whole
+        devices: fully free ones of a node are alike, so which ones cannot matter)."""
+        fit = device_fits(container, d.mem_free, d.cores_free, d.slots_free, d, None)
+        chosen = fit & (np.cumsum(fit, axis=1) <= container.count)
+        free = taken(container, d, chosen)
+        return ClassStats.of(d, shapes, free).fragmentation(shapes, cpu_after)
+
+    def _exact_after(
+        self,
+        index: ClusterIndex,
+        request: PodRequest,
+        rows: IntVec,
+        d: Devices,
+        shapes: CompiledShapes,
+        cpu_after: IntArr,
+    ) -> FloatVec:
+        """Several device containers: the engine's exact choice per node (rare pods)."""
+        mem, cores, slots = d.mem_free.copy(), d.cores_free.copy(), d.slots_free.copy()
+        ok = np.ones(len(rows), dtype=np.bool_)
+        for i, row in enumerate(rows):
+            chosen = choose_devices(index, request, index.name_of(int(row)), self.rank_devices)
+            if not isinstance(chosen, PodAssignment):
+                ok[i] = False
+                continue
+            for uuid, use in chosen.footprint().items():
+                where = index.locate(uuid)
+                if where is None:
+                    continue
+                mem[i, where[1]] -= use.memory_mib
+                cores[i, where[1]] -= use.cores
+                slots[i, where[1]] -= use.slots
+        after = ClassStats.of(d, shapes, (mem, cores, slots)).fragmentation(shapes, cpu_after)
+        out: FloatVec = np.where(ok, after, np.nan)
+        return out
+
+    # ----------------------------------------------------------------- device ranking
+    def rank_devices(
+        self, state: NodeState, container: ContainerRequest, candidates: Sequence[int]
+    ) -> list[int]:
+        """Candidates by the fragmentation their share leaves on the node, least first
+        (ties: lowest device index). With ``quantize``, by the paper's integer score."""
+        if len(candidates) <= 1:
+            return list(candidates)
+        ranked = self._ranked
+        if ranked is not None and ranked[0] == (
+            *node_state_key(state),
+            state.pod_cpu_milli,
+            container,
+        ):
+            known = ranked[1]
+            return sorted(candidates, key=lambda s: (known[s], state.devices[s].index))
+        shapes = self.compiled()
+        d = Devices.of_state(state)
+        stats = ClassStats.of(d, shapes)
+        cpu_after = _cpu_after(d.cpu, state.pod_cpu_milli)
+        after = one_device_after(d, shapes, stats, container, cpu_after)[0]
+        if self.quantize:
+            before = stats.fragmentation(shapes, d.cpu)
+            after = -paper_score(before[0] - after)
+        key = np.where(np.isnan(after), np.inf, after).tolist()
+        return sorted(candidates, key=lambda s: (key[s], state.devices[s].index))
+
+
+def _cpu_after(cpu: IntArr, request_cpu: int) -> IntArr:
+    out: IntArr = np.where(cpu >= UNLIMITED, cpu, cpu - request_cpu)
+    return out
+
+
+def build_fragmentation(options: PolicyOptions, *, quantize: bool = False) -> Fragmentation:
+    """The policy from options: fixed typical pods when given, else learned online."""
+    if options.typical_pods:
+        return Fragmentation(shapes=tuple(options.typical_pods), quantize=quantize)
+    return Fragmentation(learner=ShapeCounter(), quantize=quantize)

@@ -1,0 +1,1 @@
+"""Use cases: the only layer that combines the engine, the store and Kubernetes."""

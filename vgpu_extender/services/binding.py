@@ -1,0 +1,285 @@
+"""bind: the only write. Choose devices, reserve them in the store, tell Kubernetes.
+
+1. Find the pod's request (the pod seen at filter, or the pod read from the API).
+2. Choose devices on the node kube-scheduler picked; in one store transaction, lock
+   the node's row, re-check the fit against what is committed, insert the rows. When
+   another replica got there first the index learns the node from the store and the
+   choice is made again.
+3. Patch HAMi's annotations (under HAMi's node lock when configured), create the
+   Binding with the pod UID, mark the rows bound, record an Event.
+4. Any failure after the insert deletes the rows and releases the lock.
+
+Without Kubernetes (standalone) the allocation is recorded as bound at once.
+"""
+
+from __future__ import annotations
+
+import logging
+from collections.abc import Callable
+from dataclasses import dataclass
+from datetime import UTC, datetime
+
+from sqlalchemy.orm import Session, sessionmaker
+
+from vgpu_extender import store
+from vgpu_extender.domain import PodAssignment, PodRequest, RequestError
+from vgpu_extender.kube import AlreadyBound, KubeClient, KubeError, NodeLock
+from vgpu_extender.kube import objects as kobj
+from vgpu_extender.services.cluster import ClusterState
+from vgpu_extender.services.pod_cache import PodCache
+
+logger = logging.getLogger(__name__)
+
+
+@dataclass(frozen=True, slots=True)
+class BindRequest:
+    """kube-scheduler's ExtenderBindingArgs."""
+
+    pod_name: str
+    namespace: str
+    uid: str
+    node: str
+
+    @property
+    def key(self) -> str:
+        return f"{self.namespace}/{self.pod_name}"
+
+    def problem(self) -> str:
+        """What is wrong with the arguments, naming the field; empty when fine."""
+        for field_name, value in (
+            ("PodName", self.pod_name),
+            ("PodNamespace", self.namespace),
+            ("PodUID", self.uid),
+            ("Node", self.node),
+        ):
+            if not isinstance(value, str) or not value.strip():
+                return f"bind: field {field_name} must be a non-empty string, got {value!r}"
+        return ""
+
+
+class BindError(Exception):
+    """A bind that cannot go ahead; the message is what kube-scheduler sees."""
+
+
+class BindingService:
+    def __init__(
+        self,
+        *,
+        cluster: ClusterState,
+        sessions: sessionmaker[Session],
+        pod_cache: PodCache,
+        kube: KubeClient | None = None,
+        node_lock: NodeLock | None = None,
+        retries: int = 3,
+        clock: Callable[[], datetime] = lambda: datetime.now(UTC),
+    ) -> None:
+        self._cluster = cluster
+        self._sessions = sessions
+        self._pods = pod_cache
+        self._kube = kube
+        self._node_lock = node_lock
+        self._retries = retries
+        self._clock = clock
+
+    def bind(self, args: BindRequest) -> str:
+        """Bind the pod; returns the error text, empty on success."""
+        problem = args.problem()
+        if problem:
+            return problem
+        try:
+            request = self._request(args)
+            if not request.managed:
+                self._bind_in_kube(args)
+                return ""
+            assignment = self._reserve(args, request)
+        except BindError as exc:
+            return str(exc)
+        if self._kube is None:
+            self._pods.pop(args.uid)
+            return ""
+        error = self._publish(args, assignment)
+        if not error:
+            self._pods.pop(args.uid)
+        return error
+
+    # ----------------------------------------------------------------- step 1
+    def _request(self, args: BindRequest) -> PodRequest:
+        cached = self._pods.get(args.uid)
+        if self._kube is None:
+            with self._cluster.lock:
+                held = self._cluster.index.allocation(args.uid)
+            if held is not None:  # standalone binds are final: the pod is bound
+                raise BindError(
+                    f"bind {args.key}: pod {args.uid} already has bound allocations on node "
+                    f"{held.assignment.node}"
+                )
+            if cached is None:
+                raise BindError(
+                    f"bind {args.key}: pod UID {args.uid} was not seen at filter (or too long "
+                    "ago) and there is no Kubernetes API to read it from"
+                )
+            return cached
+        try:
+            pod = self._kube.get_pod(args.namespace, args.pod_name)
+        except KubeError as exc:
+            raise BindError(f"bind {args.key}: cannot read the pod: {exc}") from None
+        if pod is None:
+            raise BindError(f"bind {args.key}: pod not found")
+        if kobj.uid(pod) != args.uid:
+            raise BindError(
+                f"bind {args.key}: pod has UID {kobj.uid(pod)}, not {args.uid} "
+                "(deleted and created again)"
+            )
+        bound_to = kobj.node_name(pod)
+        if bound_to:
+            raise BindError(f"bind {args.key}: pod is already bound to node {bound_to}")
+        if cached is not None:
+            return cached
+        try:
+            return self._cluster.vendor.parse_pod(pod)
+        except RequestError as exc:
+            raise BindError(f"bind {args.key}: {exc}") from None
+
+    # ----------------------------------------------------------------- step 2
+    def _reserve(self, args: BindRequest, request: PodRequest) -> PodAssignment:
+        last = ""
+        for _attempt in range(self._retries):
+            with self._cluster.lock:
+                # Filter's verdict first, so a refusal reads exactly as filter's would.
+                verdict = self._cluster.planner.filter(request, [args.node])
+                rejection = verdict.rejections.get(args.node)
+                chosen = rejection or self._cluster.planner.choose(request, args.node)
+            if not isinstance(chosen, PodAssignment):
+                raise BindError(
+                    f"bind {args.key}: node {args.node} cannot take the pod: {chosen.message()}"
+                )
+            try:
+                with self._sessions.begin() as session:
+                    store.reserve(
+                        session,
+                        pod_uid=args.uid,
+                        namespace=args.namespace,
+                        name=args.pod_name,
+                        assignment=chosen,
+                        now=self._clock(),
+                    )
+                    if self._kube is None:
+                        store.mark_bound(session, pod_uid=args.uid, now=self._clock())
+            except store.AlreadyAllocated as exc:
+                if not self._drop_stale_reservation(args, exc):
+                    raise BindError(f"bind {args.key}: {exc.detail}") from None
+                last = exc.detail
+                continue
+            except store.StoreConflict as exc:
+                # Another replica (or an import) changed the node: learn it and choose again.
+                last = exc.detail
+                self._cluster.refresh_node(self._sessions, args.node)
+                continue
+            except store.StoreError as exc:
+                raise BindError(f"bind {args.key}: {exc}") from None
+            self._cluster.apply(args.uid, chosen)
+            return chosen
+        raise BindError(f"bind {args.key}: node {args.node} no longer fits: {last}")
+
+    def _drop_stale_reservation(self, args: BindRequest, exc: store.AlreadyAllocated) -> bool:
+        """A reservation left by an earlier attempt of this pod, which the API shows
+        unbound (checked in step 1), is undone so the retry can proceed."""
+        if self._kube is None or exc.state != store.AllocationState.RESERVED.value:
+            return False
+        with self._sessions.begin() as session:
+            store.delete_reservation(session, pod_uid=args.uid)
+        self._cluster.release(args.uid)
+        logger.info("bind %s: dropped the reservation of an earlier attempt", args.key)
+        return True
+
+    # ----------------------------------------------------------------- steps 3-5
+    def _publish(self, args: BindRequest, assignment: PodAssignment) -> str:
+        assert self._kube is not None
+        locked = False
+        try:
+            if self._node_lock is not None:
+                self._node_lock.acquire(args.node, args.namespace, args.pod_name)
+                locked = True
+            annotations = self._cluster.vendor.bind_annotations(
+                assignment, bind_time=int(self._clock().timestamp())
+            )
+            self._kube.patch_pod_annotations(args.namespace, args.pod_name, annotations)
+            try:
+                self._kube.bind_pod(args.namespace, args.pod_name, args.uid, args.node)
+            except AlreadyBound as exc:
+                if exc.node != args.node:
+                    raise
+                # Bound to this very node by someone else meanwhile: the pod runs there
+                # with the devices just annotated, so the allocation stands.
+                logger.info("bind %s: already bound to %s; keeping it", args.key, args.node)
+        except Exception as exc:  # any failure after the insert must undo it
+            self._undo(args, locked)
+            message = f"bind {args.key} to {args.node}: {exc}"
+            self._kube.create_event(
+                namespace=args.namespace,
+                pod=args.pod_name,
+                uid=args.uid,
+                reason="BindingFailed",
+                message=message,
+                type="Warning",
+            )
+            return message
+        self._mark_bound(args, assignment)
+        self._kube.create_event(
+            namespace=args.namespace,
+            pod=args.pod_name,
+            uid=args.uid,
+            reason="BindingSucceed",
+            message=f"bound to {args.node} with devices {','.join(assignment.device_uuids)}",
+        )
+        return ""
+
+    def _bind_in_kube(self, args: BindRequest) -> None:
+        """A pod that asks for no managed device: bind it, nothing to record."""
+        if self._kube is None:
+            return
+        try:
+            self._kube.bind_pod(args.namespace, args.pod_name, args.uid, args.node)
+        except KubeError as exc:
+            raise BindError(f"bind {args.key} to {args.node}: {exc}") from None
+
+    def _mark_bound(self, args: BindRequest, assignment: PodAssignment) -> None:
+        """The Binding exists: from here on the pod holds the devices whatever happens,
+        so a store failure is logged (reconcile marks the rows later), not reported."""
+        try:
+            self._try_mark_bound(args, assignment)
+        except store.StoreError as exc:
+            logger.error("bind %s: bound, but the store did not record it: %s", args.key, exc)
+
+    def _try_mark_bound(self, args: BindRequest, assignment: PodAssignment) -> None:
+        try:
+            with self._sessions.begin() as session:
+                store.mark_bound(session, pod_uid=args.uid, now=self._clock())
+        except store.StoreConflict:
+            # The reservation expired while the bind was in flight; the pod is bound
+            # now, so the allocation is a fact: record it as such.
+            with self._sessions.begin() as session:
+                store.import_assignment(
+                    session,
+                    pod_uid=args.uid,
+                    namespace=args.namespace,
+                    name=args.pod_name,
+                    assignment=assignment,
+                    now=self._clock(),
+                )
+            self._cluster.apply(args.uid, assignment)
+
+    def _undo(self, args: BindRequest, locked: bool) -> None:
+        try:
+            with self._sessions.begin() as session:
+                store.delete_reservation(session, pod_uid=args.uid)
+        except store.StoreError as exc:
+            # The rows stay reserved; reconcile releases them once the TTL has passed.
+            logger.error("bind %s: reservation not undone: %s", args.key, exc)
+        finally:
+            self._cluster.release(args.uid)
+            if locked and self._node_lock is not None:
+                try:
+                    self._node_lock.release(args.node, args.namespace, args.pod_name)
+                except KubeError as exc:
+                    logger.warning("bind %s: node lock not released: %s", args.key, exc)

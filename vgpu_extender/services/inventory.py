@@ -1,0 +1,241 @@
+"""Where node inventory comes from, and how it reaches the store and the index.
+
+Three sources: the device plugin's node annotation (through the node watch, or the
+Node objects kube-scheduler sends when ``nodeCacheCapable`` is false), a static file,
+and the built-in demo. Each becomes a ``NodeInventory``; the store is written first,
+then the index. A node whose annotation disappears or turns unreadable keeps its
+devices (pods still hold them) but gets a ``problem``, so it receives no new pods and
+filter shows why.
+"""
+
+from __future__ import annotations
+
+import dataclasses
+import json
+import logging
+from collections.abc import Callable, Iterable, Mapping, Sequence
+from dataclasses import dataclass, field
+from datetime import UTC, datetime
+from pathlib import Path
+from typing import Any
+
+import yaml
+from sqlalchemy.orm import Session, sessionmaker
+
+from vgpu_extender import store
+from vgpu_extender.domain import Device, InventoryError, NodeInventory
+from vgpu_extender.engine import AllocationError
+from vgpu_extender.services.cluster import ClusterState
+from vgpu_extender.vendors import Vendor
+
+logger = logging.getLogger(__name__)
+
+
+@dataclass(frozen=True, slots=True)
+class NodeView:
+    """The few fields of a Node object that carry inventory."""
+
+    name: str
+    labels: Mapping[str, str] = field(default_factory=dict)
+    annotations: Mapping[str, str] = field(default_factory=dict)
+    resource_version: str = ""
+
+
+def with_split_count(devices: Iterable[Device], split_count: int) -> tuple[Device, ...]:
+    """Devices whose registration omits ``count`` (Go's omitempty of 0) get the default."""
+    return tuple(d if d.count > 0 else dataclasses.replace(d, count=split_count) for d in devices)
+
+
+def node_inventory(
+    view: NodeView,
+    vendor: Vendor,
+    *,
+    previous: NodeInventory | None,
+    split_count: int,
+) -> NodeInventory | None:
+    """The inventory a Node object states, or None for a node that never had one.
+
+    A missing, empty or unreadable annotation on a node that had devices keeps those
+    devices (pods may hold them) with ``problem`` set, so nothing new lands there.
+    """
+    key = vendor.inventory_annotation
+    raw = view.annotations.get(key)
+    kept = previous.devices if previous is not None else ()
+    cordoned = previous.cordoned if previous is not None else frozenset()
+    problem = ""
+    devices: tuple[Device, ...] = kept
+    if raw is None:
+        if previous is None:
+            return None
+        problem = f"annotation {key} missing"
+    else:
+        try:
+            devices = with_split_count(vendor.decode_inventory(raw), split_count)
+        except InventoryError as exc:
+            problem = f"annotation {key} unreadable: {exc}"
+        else:
+            if not devices:
+                problem = f"annotation {key} lists no devices"
+                devices = kept
+    cordon_raw = view.annotations.get(vendor.cordon_annotation)
+    if cordon_raw is not None:
+        try:
+            cordoned = vendor.decode_cordon(cordon_raw)
+        except InventoryError as exc:
+            problem = problem or f"annotation {vendor.cordon_annotation} unreadable: {exc}"
+    else:
+        cordoned = frozenset()
+    known = {d.uuid for d in devices}
+    return NodeInventory(
+        name=view.name,
+        devices=devices,
+        labels=dict(view.labels),
+        cordoned=frozenset(u for u in cordoned if u in known),
+        problem=problem,
+    )
+
+
+def load_inventory_file(path: Path, vendor: Vendor, *, split_count: int) -> list[NodeInventory]:
+    """Nodes from a JSON or YAML file: ``{"nodes": [{"name", "labels", "devices": [...]}]}``.
+
+    Devices are objects in the ``hami.io/node-nvidia-register`` JSON form. Raises
+    ``InventoryError`` naming the file, the node and the field.
+    """
+    try:
+        text = path.read_text(encoding="utf-8")
+    except OSError as exc:
+        raise InventoryError(f"inventory file {str(path)!r}: {exc.strerror}") from None
+    try:
+        data = yaml.safe_load(text)  # YAML is a superset of JSON
+    except yaml.YAMLError as exc:
+        raise InventoryError(f"inventory file {str(path)!r} is not JSON or YAML: {exc}") from None
+    return parse_inventory_document(data, vendor, split_count=split_count, where=str(path))
+
+
+def parse_inventory_document(
+    data: object, vendor: Vendor, *, split_count: int, where: str = "inventory"
+) -> list[NodeInventory]:
+    """Nodes from the decoded inventory document (see ``load_inventory_file``)."""
+    if not isinstance(data, Mapping) or not isinstance(data.get("nodes"), list):
+        raise InventoryError(f"{where}: expected an object with a 'nodes' list")
+    nodes: list[NodeInventory] = []
+    seen: set[str] = set()
+    for position, item in enumerate(data["nodes"]):
+        at = f"{where}: nodes[{position}]"
+        if not isinstance(item, Mapping):
+            raise InventoryError(f"{at}: expected an object, got {item!r}")
+        name = item.get("name")
+        if not isinstance(name, str) or not name.strip():
+            raise InventoryError(f"{at}.name: must be a non-empty string, got {name!r}")
+        if name in seen:
+            raise InventoryError(f"{at}.name: node {name!r} is listed twice")
+        seen.add(name)
+        labels = item.get("labels") or {}
+        if not isinstance(labels, Mapping) or not all(
+            isinstance(k, str) and isinstance(v, str) for k, v in labels.items()
+        ):
+            raise InventoryError(f"{at}.labels: must map strings to strings, got {labels!r}")
+        devices = item.get("devices")
+        if not isinstance(devices, list):
+            raise InventoryError(f"{at}.devices: must be a list, got {devices!r}")
+        try:
+            decoded = vendor.decode_inventory(json.dumps(devices))
+        except InventoryError as exc:
+            raise InventoryError(f"{at}.devices: {exc}") from None
+        nodes.append(
+            NodeInventory(
+                name=name,
+                devices=with_split_count(decoded, split_count),
+                labels=dict(labels),
+            )
+        )
+    return nodes
+
+
+class InventoryService:
+    """Writes inventories to the store, then mirrors them in the index."""
+
+    def __init__(
+        self,
+        *,
+        cluster: ClusterState,
+        sessions: sessionmaker[Session],
+        split_count: int,
+        clock: Callable[[], datetime] = lambda: datetime.now(UTC),
+    ) -> None:
+        self._cluster = cluster
+        self._sessions = sessions
+        self._split_count = split_count
+        self._clock = clock
+        #: Node name -> (resourceVersion, annotation/label signature) last applied from a
+        #: Node object; an unchanged resourceVersion skips even the signature.
+        self._seen: dict[str, tuple[str, tuple[Any, ...]]] = {}
+
+    def register(self, inventories: Sequence[NodeInventory], *, source: str) -> None:
+        """Record inventories in one transaction, then in the index. All or nothing."""
+        now = self._clock()
+        with self._sessions.begin() as session:
+            for inventory in inventories:
+                store.upsert_node(session, inventory=inventory, source=source, now=now)
+        try:
+            self._cluster.upsert_nodes(inventories)
+        except AllocationError:
+            logger.exception("index refused an inventory the store accepted; reloading")
+            self._cluster.load(self._sessions)
+
+    def remove(self, name: str) -> bool:
+        with self._sessions.begin() as session:
+            removed = store.remove_node(session, name=name)
+        with self._cluster.lock:
+            self._cluster.index.remove_node(name)
+        self._seen.pop(name, None)
+        return removed
+
+    def observe(self, views: Iterable[NodeView]) -> int:
+        """Apply the inventory of Node objects that changed since last seen.
+
+        Returns how many nodes were updated. A node whose inventory cannot be written
+        (a device UUID claimed by another node) is logged and left as it was: one bad
+        node must not fail a scheduling request.
+        """
+        updated = 0
+        for view in views:
+            seen = self._seen.get(view.name)
+            if seen is not None and view.resource_version and seen[0] == view.resource_version:
+                continue
+            signature = self._signature(view)
+            if seen is not None and seen[1] == signature:
+                self._seen[view.name] = (view.resource_version, signature)
+                continue
+            with self._cluster.lock:
+                previous = (
+                    self._cluster.index.inventory(view.name)
+                    if view.name in self._cluster.index
+                    else None
+                )
+            inventory = node_inventory(
+                view, self._cluster.vendor, previous=previous, split_count=self._split_count
+            )
+            if inventory is None or inventory == previous:
+                self._seen[view.name] = (view.resource_version, signature)
+                continue
+            try:
+                self.register([inventory], source="annotation")
+            except (store.StoreError, AllocationError) as exc:
+                logger.warning("inventory of node %s not applied: %s", view.name, exc)
+                continue
+            self._seen[view.name] = (view.resource_version, signature)
+            updated += 1
+        return updated
+
+    def forget(self, name: str) -> None:
+        """Make the next Node object of ``name`` apply even if unchanged."""
+        self._seen.pop(name, None)
+
+    def _signature(self, view: NodeView) -> tuple[Any, ...]:
+        vendor = self._cluster.vendor
+        return (
+            view.annotations.get(vendor.inventory_annotation),
+            view.annotations.get(vendor.cordon_annotation),
+            tuple(sorted(view.labels.items())),
+        )

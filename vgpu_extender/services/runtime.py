@@ -1,0 +1,152 @@
+"""Everything one extender process runs, built from ``Settings`` and started in order.
+
+Start: migrate the store, rebuild the index from it, register the standalone inventory
+(demo or file), reconcile with Kubernetes and start the watches. Stop: the watches,
+then the database engine. Built by the HTTP app's lifespan, never at import.
+"""
+
+from __future__ import annotations
+
+import logging
+from collections.abc import Callable
+from dataclasses import dataclass
+from datetime import UTC, datetime, timedelta
+
+from sqlalchemy import Engine
+from sqlalchemy.orm import Session, sessionmaker
+
+from vgpu_extender import store
+from vgpu_extender.kube import KubeClient, NodeLock
+from vgpu_extender.policies import PlannerConfig, PolicyOptions
+from vgpu_extender.services.binding import BindingService
+from vgpu_extender.services.cluster import ClusterState
+from vgpu_extender.services.demo import demo_inventory
+from vgpu_extender.services.inventory import InventoryService, load_inventory_file
+from vgpu_extender.services.pod_cache import PodCache
+from vgpu_extender.services.preemption import PreemptionService
+from vgpu_extender.services.scheduling import SchedulingService
+from vgpu_extender.services.sync import SyncService
+from vgpu_extender.settings import Settings
+from vgpu_extender.vendors import create_vendor
+
+logger = logging.getLogger(__name__)
+
+
+def connect_kube(settings: Settings) -> KubeClient | None:
+    """The cluster this process talks to, or None (standalone) when there is none."""
+    if settings.standalone:
+        return None
+    from vgpu_extender.kube.real import RealKubeClient, load_configuration
+
+    kubeconfig = str(settings.kubeconfig) if settings.kubeconfig is not None else None
+    configuration = load_configuration(kubeconfig=kubeconfig)
+    if configuration is None:
+        logger.info("no in-cluster config and no kubeconfig: standalone mode")
+        return None
+    return RealKubeClient.from_configuration(configuration)
+
+
+@dataclass
+class Runtime:
+    settings: Settings
+    engine: Engine
+    sessions: sessionmaker[Session]
+    cluster: ClusterState
+    inventory: InventoryService
+    scheduling: SchedulingService
+    binding: BindingService
+    preemption: PreemptionService
+    kube: KubeClient | None
+    sync: SyncService | None
+
+    @classmethod
+    def build(
+        cls,
+        settings: Settings,
+        *,
+        kube: KubeClient | None = None,
+        clock: Callable[[], datetime] = lambda: datetime.now(UTC),
+    ) -> Runtime:
+        """Wire the services; nothing touches the database or the network yet."""
+        vendor = create_vendor(settings.vendor, settings.vendor_config())
+        cluster = ClusterState(
+            vendor=vendor,
+            planner_config=PlannerConfig(
+                node_policy=settings.node_policy,
+                device_policy=settings.device_policy,
+                fallback_policy=settings.fallback_policy,
+                require_label=settings.require_label,
+            ),
+            policy_options=PolicyOptions(priority_label=settings.priority_label),
+        )
+        engine = store.make_engine(settings.database_url)
+        sessions = store.session_factory(engine)
+        pods = PodCache(max_size=settings.filter_cache_size, ttl_s=settings.filter_cache_ttl_s)
+        inventory = InventoryService(
+            cluster=cluster, sessions=sessions, split_count=settings.split_count, clock=clock
+        )
+        node_lock = (
+            NodeLock(kube, timeout=timedelta(seconds=settings.node_lock_timeout_s))
+            if kube is not None and settings.hami_node_lock
+            else None
+        )
+        sync = (
+            SyncService(
+                cluster=cluster,
+                sessions=sessions,
+                inventory=inventory,
+                kube=kube,
+                reservation_ttl=timedelta(seconds=settings.reservation_ttl_s),
+                interval_s=settings.reconcile_interval_s,
+                clock=clock,
+            )
+            if kube is not None
+            else None
+        )
+        return cls(
+            settings=settings,
+            engine=engine,
+            sessions=sessions,
+            cluster=cluster,
+            inventory=inventory,
+            scheduling=SchedulingService(cluster=cluster, pod_cache=pods, inventory=inventory),
+            binding=BindingService(
+                cluster=cluster,
+                sessions=sessions,
+                pod_cache=pods,
+                kube=kube,
+                node_lock=node_lock,
+                retries=settings.bind_retries,
+                clock=clock,
+            ),
+            preemption=PreemptionService(cluster=cluster),
+            kube=kube,
+            sync=sync,
+        )
+
+    def start(self) -> None:
+        settings = self.settings
+        if settings.migrate_on_start:
+            store.migrate(self.engine)
+        nodes, pods = self.cluster.load(self.sessions)
+        logger.info("index rebuilt from the store: %d nodes, %d pods", nodes, pods)
+        vendor = self.cluster.vendor
+        if settings.demo:
+            self.inventory.register(
+                demo_inventory(priority_label=settings.priority_label), source="file"
+            )
+        if settings.inventory_file is not None:
+            inventories = load_inventory_file(
+                settings.inventory_file, vendor, split_count=settings.split_count
+            )
+            self.inventory.register(inventories, source="file")
+            logger.info("inventory file: %d nodes", len(inventories))
+        if self.sync is not None:
+            self.sync.start()
+
+    def stop(self) -> None:
+        try:
+            if self.sync is not None:
+                self.sync.stop()
+        finally:
+            self.engine.dispose()

@@ -1,0 +1,145 @@
+"""filter, prioritize and decisive filter: read-only placement through the ``Planner``.
+
+Results are structured (names, ``Rejection``s, integer scores); the HTTP layer turns
+them into kube-scheduler's wire form. A pod that asks for no managed resource passes
+through untouched; a pod that cannot be read is a real error, reported in ``error``.
+"""
+
+from __future__ import annotations
+
+import logging
+from collections.abc import Mapping, Sequence
+from dataclasses import dataclass, field
+from typing import Any
+
+from vgpu_extender.domain import PodAssignment, PodRequest, Rejection, RequestError
+from vgpu_extender.services.cluster import ClusterState
+from vgpu_extender.services.inventory import InventoryService, NodeView
+from vgpu_extender.services.pod_cache import PodCache
+
+logger = logging.getLogger(__name__)
+
+#: The reason given, in decisive mode, to feasible nodes that were not chosen.
+NOT_CHOSEN = "another node fits better (decisive mode)"
+
+
+@dataclass(slots=True)
+class FilterOutcome:
+    """Feasible names in input order, and a reason for every other candidate."""
+
+    feasible: list[str] = field(default_factory=list)
+    failed: dict[str, str] = field(default_factory=dict)
+    unresolvable: dict[str, str] = field(default_factory=dict)
+    error: str = ""
+
+
+def _reject(outcome: FilterOutcome, rejections: Mapping[str, Rejection]) -> None:
+    for name, rejection in rejections.items():
+        target = outcome.unresolvable if rejection.unresolvable else outcome.failed
+        target[name] = rejection.message()
+
+
+class SchedulingService:
+    """The read-only verbs."""
+
+    def __init__(
+        self,
+        *,
+        cluster: ClusterState,
+        pod_cache: PodCache,
+        inventory: InventoryService,
+    ) -> None:
+        self._cluster = cluster
+        self._pods = pod_cache
+        self._inventory = inventory
+
+    def parse(self, pod: Mapping[str, Any]) -> PodRequest:
+        """The pod's request; remembered by UID for bind. Raises ``RequestError``."""
+        request = self._cluster.vendor.parse_pod(pod)
+        if request.managed:
+            self._pods.put(request)
+        return request
+
+    def observe_nodes(self, nodes: Sequence[NodeView] | None) -> None:
+        """Node objects (``nodeCacheCapable: false``) are a source of inventory too."""
+        if nodes:
+            self._inventory.observe(nodes)
+
+    def filter(
+        self,
+        pod: Mapping[str, Any],
+        candidates: Sequence[str],
+        *,
+        nodes: Sequence[NodeView] | None = None,
+    ) -> FilterOutcome:
+        self.observe_nodes(nodes)
+        try:
+            request = self.parse(pod)
+        except RequestError as exc:
+            return FilterOutcome(error=f"pod {_pod_name(pod)}: {exc}")
+        if not request.managed:
+            return FilterOutcome(feasible=list(candidates))
+        with self._cluster.lock:
+            result = self._cluster.planner.filter(request, candidates)
+        outcome = FilterOutcome(feasible=result.feasible)
+        _reject(outcome, result.rejections)
+        return outcome
+
+    def filter_one(
+        self,
+        pod: Mapping[str, Any],
+        candidates: Sequence[str],
+        *,
+        nodes: Sequence[NodeView] | None = None,
+    ) -> FilterOutcome:
+        """Decisive mode: only the best node survives (HAMi's and the seed's behaviour)."""
+        self.observe_nodes(nodes)
+        try:
+            request = self.parse(pod)
+        except RequestError as exc:
+            return FilterOutcome(error=f"pod {_pod_name(pod)}: {exc}")
+        if not request.managed:
+            return FilterOutcome(feasible=list(candidates))
+        with self._cluster.lock:
+            result = self._cluster.planner.filter(request, candidates)
+            best = self._cluster.planner.best(request, result.feasible) if result.feasible else None
+        outcome = FilterOutcome()
+        _reject(outcome, result.rejections)
+        if isinstance(best, tuple):
+            chosen = best[0]
+            outcome.feasible = [chosen]
+            for name in result.feasible:
+                if name != chosen:
+                    outcome.failed[name] = NOT_CHOSEN
+        elif best is not None:
+            _reject(outcome, best.rejections)
+        return outcome
+
+    def prioritize(
+        self,
+        pod: Mapping[str, Any],
+        candidates: Sequence[str],
+        *,
+        nodes: Sequence[NodeView] | None = None,
+    ) -> list[tuple[str, int]]:
+        """Scores 0..10 in input order. An unreadable pod scores nothing (logged): the
+        scheduler ignores prioritize errors anyway."""
+        self.observe_nodes(nodes)
+        try:
+            request = self.parse(pod)
+        except RequestError as exc:
+            logger.warning("prioritize: pod %s: %s", _pod_name(pod), exc)
+            return []
+        with self._cluster.lock:
+            return self._cluster.planner.prioritize(request, candidates)
+
+    def choose(self, request: PodRequest, node: str) -> PodAssignment | Rejection:
+        with self._cluster.lock:
+            return self._cluster.planner.choose(request, node)
+
+
+def _pod_name(pod: Mapping[str, Any]) -> str:
+    metadata = pod.get("metadata") if isinstance(pod, Mapping) else None
+    if isinstance(metadata, Mapping):
+        return f"{metadata.get('namespace') or 'default'}/{metadata.get('name') or '?'}"
+    return "?"

@@ -1,0 +1,343 @@
+"""Keeping the store and the index in step with Kubernetes: watches and reconcile.
+
+- Nodes: the device plugin's inventory annotation is applied on every change; a
+  deleted node is forgotten (with its allocations).
+- Pods: the allocations of deleted, Succeeded or Failed pods are released; a bound pod
+  carrying HAMi's allocation annotations that the store does not know is imported
+  (placed by another replica, by HAMi, or before a crash).
+- Reconcile, on start and periodically, compares every live allocation with its pod:
+  released when the pod is gone or finished, marked bound when the pod is bound to
+  that node, expired when still reserved for an unbound pod after the reservation
+  TTL. What each pass fixed is logged and counted.
+"""
+
+from __future__ import annotations
+
+import logging
+import threading
+from collections.abc import Callable, Iterator, Sequence
+from dataclasses import dataclass, fields
+from datetime import UTC, datetime, timedelta
+
+from sqlalchemy.orm import Session, sessionmaker
+
+from vgpu_extender import store
+from vgpu_extender.domain import AnnotationError, PodAssignment, RequestError
+from vgpu_extender.kube import KubeClient, KubeError, KubeObject, MalformedObject, WatchExpired
+from vgpu_extender.kube import objects as kobj
+from vgpu_extender.kube.client import Listing, WatchEvent
+from vgpu_extender.services.cluster import ClusterState
+from vgpu_extender.services.inventory import InventoryService, NodeView
+
+logger = logging.getLogger(__name__)
+
+#: How long one watch request lasts before it is renewed (also bounds stop latency).
+WATCH_TIMEOUT_S = 30
+#: Pause after a failed list or watch before trying again.
+RETRY_DELAY_S = 2.0
+
+
+@dataclass(slots=True)
+class ReconcileReport:
+    """What one pass changed."""
+
+    released_gone: int = 0
+    released_finished: int = 0
+    released_moved: int = 0
+    expired: int = 0
+    marked_bound: int = 0
+    imported: int = 0
+    failed: int = 0
+
+    @property
+    def changes(self) -> int:
+        return sum(getattr(self, f.name) for f in fields(self) if f.name != "failed")
+
+    def add(self, other: ReconcileReport) -> None:
+        for f in fields(self):
+            setattr(self, f.name, getattr(self, f.name) + getattr(other, f.name))
+
+
+def node_view(node: KubeObject) -> NodeView:
+    return NodeView(
+        name=kobj.name(node),
+        labels=kobj.labels(node),
+        annotations=kobj.annotations(node),
+        resource_version=kobj.resource_version(node),
+    )
+
+
+class SyncService:
+    """Node and pod watches plus the periodic reconcile, each in its own thread."""
+
+    def __init__(
+        self,
+        *,
+        cluster: ClusterState,
+        sessions: sessionmaker[Session],
+        inventory: InventoryService,
+        kube: KubeClient,
+        reservation_ttl: timedelta,
+        interval_s: float,
+        clock: Callable[[], datetime] = lambda: datetime.now(UTC),
+    ) -> None:
+        self._cluster = cluster
+        self._sessions = sessions
+        self._inventory = inventory
+        self._kube = kube
+        self._ttl = reservation_ttl
+        self._interval_s = interval_s
+        self._clock = clock
+        self._stop = threading.Event()
+        self._threads: list[threading.Thread] = []
+        self._reconcile_lock = threading.Lock()
+        self.totals = ReconcileReport()
+        self.passes = 0
+
+    # ----------------------------------------------------------------- life cycle
+    def start(self) -> None:
+        """Sync nodes and reconcile pods now, then keep watching in the background."""
+        node_version = pod_version = None
+        try:
+            node_version = self.sync_nodes(self._kube.list_nodes_with_version())
+            started = self._clock()
+            pods = self._kube.list_pods_with_version()
+            self.reconcile(pods.items, listed_at=started)
+            pod_version = pods.resource_version
+        except KubeError as exc:
+            logger.error("initial sync with Kubernetes failed (will retry): %s", exc)
+        self._spawn(
+            "vgpu-watch-nodes",
+            self._watch_loop,
+            self._kube.watch_nodes,
+            self._relist_nodes,
+            self._on_node,
+            node_version,
+        )
+        self._spawn(
+            "vgpu-watch-pods",
+            self._watch_loop,
+            self._kube.watch_pods,
+            self._relist_pods,
+            self._on_pod,
+            pod_version,
+        )
+        self._spawn("vgpu-reconcile", self._reconcile_loop)
+
+    def stop(self, timeout_s: float = 0.5) -> None:
+        """Ask the loops to end. A watch blocked on the server ends at its own timeout
+        (its thread is a daemon and handles no event after the stop), so the wait here
+        is short."""
+        self._stop.set()
+        for thread in self._threads:
+            thread.join(timeout_s / max(1, len(self._threads)))
+        self._threads.clear()
+
+    def _spawn(self, name: str, target: Callable[..., None], *args: object) -> None:
+        thread = threading.Thread(target=target, args=args, name=name, daemon=True)
+        thread.start()
+        self._threads.append(thread)
+
+    # ----------------------------------------------------------------- nodes
+    def sync_nodes(self, listing: Listing) -> str:
+        self._inventory.observe(self._views(listing.items))
+        return listing.resource_version
+
+    def _relist_nodes(self) -> str:
+        return self.sync_nodes(self._kube.list_nodes_with_version())
+
+    def _on_node(self, kind: str, node: KubeObject) -> None:
+        view = next(iter(self._views([node])), None)
+        if view is None:
+            return
+        if kind == "DELETED":
+            if view.name in self._cluster.index:
+                self._inventory.remove(view.name)
+                logger.info("node %s deleted: forgotten", view.name)
+            return
+        self._inventory.observe([view])
+
+    def _views(self, nodes: Sequence[KubeObject]) -> Iterator[NodeView]:
+        for node in nodes:
+            try:
+                yield node_view(node)
+            except MalformedObject as exc:
+                logger.warning("node %r ignored: %s", node.get("metadata"), exc)
+
+    # ----------------------------------------------------------------- pods
+    def _relist_pods(self) -> str:
+        started = self._clock()
+        listing = self._kube.list_pods_with_version()
+        self.reconcile(listing.items, listed_at=started)
+        return listing.resource_version
+
+    def _on_pod(self, kind: str, pod: KubeObject) -> None:
+        try:
+            uid = kobj.uid(pod)
+            ours = self._ours(pod)
+            if kind == "DELETED" or kobj.is_terminal(pod):
+                if ours or self._cluster.index.allocation(uid) is not None:
+                    self._release(uid)
+                return
+            if ours and kobj.node_name(pod) and self._cluster.index.allocation(uid) is None:
+                self._import(pod, ReconcileReport())
+        except (MalformedObject, store.StoreError) as exc:
+            logger.warning("pod event %s for %r not applied: %s", kind, pod.get("metadata"), exc)
+
+    def _ours(self, pod: KubeObject) -> bool:
+        return self._cluster.vendor.node_annotation in kobj.annotations(pod)
+
+    # ----------------------------------------------------------------- reconcile
+    def reconcile(self, pods: Sequence[KubeObject], *, listed_at: datetime) -> ReconcileReport:
+        """One pass over every live allocation and every listed pod.
+
+        ``listed_at`` is when the listing began: reservations made after it belong to
+        binds in flight and are left alone, as are reservations younger than the TTL.
+        """
+        report = ReconcileReport()
+        with self._reconcile_lock:
+            by_uid: dict[str, KubeObject] = {}
+            for pod in pods:
+                try:
+                    by_uid[kobj.uid(pod)] = pod
+                except MalformedObject as exc:
+                    logger.warning("pod ignored by reconcile: %s", exc)
+            with self._sessions() as session:
+                stored = store.assignments(session)
+            young = min(listed_at, self._clock() - self._ttl)
+            for uid, (_assignment, meta) in stored.items():
+                try:
+                    self._check(uid, meta, by_uid.get(uid), young, report)
+                except (store.StoreError, MalformedObject) as exc:
+                    report.failed += 1
+                    logger.warning("reconcile: pod %s: %s", uid, exc)
+            for uid, pod in by_uid.items():
+                if uid in stored:
+                    continue
+                try:
+                    if self._ours(pod) and kobj.node_name(pod) and not kobj.is_terminal(pod):
+                        self._import(pod, report)
+                except (store.StoreError, MalformedObject) as exc:
+                    report.failed += 1
+                    logger.warning("reconcile: import of pod %s: %s", uid, exc)
+            self.passes += 1
+            self.totals.add(report)
+        if report.changes or report.failed:
+            logger.info("reconcile fixed %d allocation(s): %s", report.changes, report)
+        return report
+
+    def _check(
+        self,
+        uid: str,
+        meta: store.PodMeta,
+        pod: KubeObject | None,
+        young: datetime,
+        report: ReconcileReport,
+    ) -> None:
+        reserved = meta.state is store.AllocationState.RESERVED
+        if pod is None:
+            if reserved and meta.created_at >= young:
+                return  # a bind in flight: its pod may be newer than the listing
+            self._release(uid)
+            report.released_gone += 1
+        elif kobj.is_terminal(pod):
+            self._release(uid)
+            report.released_finished += 1
+        elif reserved:
+            bound_to = kobj.node_name(pod)
+            if bound_to == meta.node:
+                with self._sessions.begin() as session:
+                    store.mark_bound(session, pod_uid=uid, now=self._clock())
+                report.marked_bound += 1
+            elif bound_to:
+                self._release(uid)
+                report.released_moved += 1
+            elif meta.created_at < young:
+                self._release(uid)
+                report.expired += 1
+
+    def _release(self, uid: str) -> None:
+        with self._sessions.begin() as session:
+            store.release(session, pod_uid=uid, now=self._clock())
+        self._cluster.release(uid)
+
+    def _import(self, pod: KubeObject, report: ReconcileReport) -> None:
+        """Record the devices a bound pod's annotations say it holds."""
+        assignment = self._annotated(pod)
+        if assignment is None:
+            report.failed += 1
+            return
+        uid = kobj.uid(pod)
+        try:
+            with self._sessions.begin() as session:
+                store.import_assignment(
+                    session,
+                    pod_uid=uid,
+                    namespace=kobj.namespace(pod),
+                    name=kobj.name(pod),
+                    assignment=assignment,
+                    now=self._clock(),
+                )
+        except store.AlreadyAllocated:
+            # Recorded by another replica: the index learns it from the store.
+            self._cluster.refresh_node(self._sessions, assignment.node)
+            return
+        except store.StoreConflict as exc:
+            report.failed += 1
+            logger.warning("import of pod %s skipped: %s", kobj.pod_key(pod), exc)
+            return
+        self._cluster.apply(uid, assignment)
+        report.imported += 1
+
+    def _annotated(self, pod: KubeObject) -> PodAssignment | None:
+        vendor = self._cluster.vendor
+        annotations = kobj.annotations(pod)
+        node = annotations.get(vendor.node_annotation, "")
+        value = annotations.get(vendor.assignment_annotation)
+        if not node or value is None or node != kobj.node_name(pod):
+            return None
+        try:
+            init = tuple(c.init for c in vendor.parse_pod(pod).containers)
+        except RequestError:
+            init = ()
+        try:
+            grants = vendor.decode_assignment(value, init=init)
+            if not any(grants):
+                return None
+            return PodAssignment(node, grants, init if len(init) == len(grants) else ())
+        except (AnnotationError, ValueError) as exc:
+            logger.warning("pod %s: allocation annotation unreadable: %s", kobj.pod_key(pod), exc)
+            return None
+
+    # ----------------------------------------------------------------- loops
+    def _watch_loop(
+        self,
+        watch: Callable[..., Iterator[WatchEvent]],
+        relist: Callable[[], str],
+        handle: Callable[[str, KubeObject], None],
+        version: str | None,
+    ) -> None:
+        while not self._stop.is_set():
+            try:
+                if version is None:
+                    version = relist()
+                for kind, obj in watch(version, timeout_s=WATCH_TIMEOUT_S):
+                    if self._stop.is_set():
+                        return
+                    handle(kind, obj)
+                    version = obj.get("metadata", {}).get("resourceVersion") or version
+            except WatchExpired:
+                version = None
+            except Exception as exc:  # a broken loop would silently stop syncing
+                if self._stop.is_set():
+                    return
+                logger.warning("%s: %s; retrying", threading.current_thread().name, exc)
+                version = None
+                self._stop.wait(RETRY_DELAY_S)
+
+    def _reconcile_loop(self) -> None:
+        while not self._stop.wait(self._interval_s):
+            try:
+                self._relist_pods()
+            except Exception as exc:  # keep reconciling on the next tick
+                logger.warning("periodic reconcile failed: %s", exc)
