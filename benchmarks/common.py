@@ -79,7 +79,10 @@ def print_table(title: str, columns: Sequence[str], rows: Sequence[Sequence[obje
         table.add_column(column, justify="left" if i == 0 else "right")
     for row in rows:
         table.add_row(*(_cell(value) for value in row))
-    Console().print(table)
+    console = Console()
+    if not console.is_terminal:  # a log or a pipe: do not squeeze the columns
+        console = Console(width=max(console.width, 120))
+    console.print(table)
 
 
 def write_json(path: Path | None, benchmark: str, results: list[dict[str, Any]]) -> None:

@@ -22,7 +22,7 @@ from collections.abc import Sequence
 from dataclasses import dataclass
 from typing import Any
 
-from benchmarks.common import median, measure, parse_args, percentile, print_table, write_json
+from benchmarks.common import measure, median, parse_args, percentile, print_table, write_json
 from vgpu_extender.domain import (
     ContainerRequest,
     Device,
@@ -131,41 +131,45 @@ def run(sizes: Sequence[int], *, quick: bool) -> list[dict[str, Any]]:
     results: list[dict[str, Any]] = []
     for nodes in sizes:
         cluster = build_cluster(nodes)
-        planner = Planner(cluster.index)
         body = json.dumps(cluster.names)
         # Fresh string objects per repetition, as each request body decodes anew.
         lists = [json.loads(body) for _ in range(8)]
         for case, request in CASES.items():
-
-            def decide(i: int, request: PodRequest = request) -> tuple[int, int]:
-                result = planner.filter(request, lists[i % len(lists)])
-                scores = to_extender_scores(planner.scores(request, result.rows))
-                return len(scores), len(result.rejections)
-
-            feasible, rejected = decide(0)
-            engine = measure(decide, repeat=50 if quick else 400)
-            reference = measure(
-                lambda i, request=request: reference_decision(
-                    cluster.index, request, lists[i % len(lists)]
-                ),
-                repeat=3 if quick else 15,
-                warmup=1,
-                budget_s=10 if quick else 60,
-            )
-            results.append(
-                {
-                    "case": case,
-                    "nodes": nodes,
-                    "median_ms": round(median(engine), 4),
-                    "p99_ms": round(percentile(engine, 99), 4),
-                    "reference_median_ms": round(median(reference), 3),
-                    "speedup": round(median(reference) / median(engine), 1),
-                    "feasible": feasible,
-                    "rejected": rejected,
-                    "samples": len(engine),
-                }
-            )
+            results.append(time_case(case, cluster, request, lists, quick=quick))
     return results
+
+
+def time_case(
+    case: str, cluster: Cluster, request: PodRequest, lists: list[list[str]], *, quick: bool
+) -> dict[str, Any]:
+    planner = Planner(cluster.index)
+
+    def decide(i: int) -> tuple[int, int]:
+        result = planner.filter(request, lists[i % len(lists)])
+        scores = to_extender_scores(planner.scores(request, result.rows))
+        return len(scores), len(result.rejections)
+
+    def reference(i: int) -> list[int]:
+        return reference_decision(cluster.index, request, lists[i % len(lists)])
+
+    feasible, rejected = decide(0)
+    if planner.filter(request, lists[0]).feasible != reference_fit(
+        cluster.index, request, lists[0]
+    ):
+        raise AssertionError(f"{case}: the engine and the reference disagree on what fits")
+    engine = measure(decide, repeat=50 if quick else 400)
+    plain = measure(reference, repeat=3 if quick else 15, warmup=1, budget_s=10 if quick else 60)
+    return {
+        "case": case,
+        "nodes": len(cluster.names),
+        "median_ms": round(median(engine), 4),
+        "p99_ms": round(percentile(engine, 99), 4),
+        "reference_median_ms": round(median(plain), 3),
+        "speedup": round(median(plain) / median(engine), 1),
+        "feasible": feasible,
+        "rejected": rejected,
+        "samples": len(engine),
+    }
 
 
 def main(argv: Sequence[str] | None = None) -> int:

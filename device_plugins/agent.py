@@ -108,12 +108,7 @@ class DevicePluginAgent:
         """Discover, then serve kubelet until stopped. Raises ``DiscoveryError`` at start."""
         self.state.replace(self.backend.discover())
         threads = [
-            threading.Thread(
-                target=self.backend.watch_health,
-                args=(self.stop_event, self.state.apply),
-                name="health",
-                daemon=True,
-            ),
+            threading.Thread(target=self._health, name="health", daemon=True),
             threading.Thread(target=self._inventory, name="inventory", daemon=True),
         ]
         for thread in threads:
@@ -126,7 +121,20 @@ class DevicePluginAgent:
                 thread.join(timeout=10)
             self.backend.close()
 
+    def _health(self) -> None:
+        try:
+            self.backend.watch_health(self.stop_event, self.state.apply)
+        except Exception:
+            # Without health checks the plugin still serves; say so loudly.
+            log.exception("the %s health watcher stopped", self.backend.name)
+
     def _inventory(self) -> None:
+        try:
+            self._inventory_loop()
+        except Exception:
+            log.exception("the inventory loop stopped; the node annotation is no longer updated")
+
+    def _inventory_loop(self) -> None:
         run_inventory_loop(
             backend=self.backend,
             state=self.state,

@@ -105,6 +105,12 @@ class PodAllocator:
             except AllocationError as exc:
                 self._mark_failed(gateway, lookup.pending.pod, str(exc))
                 raise
+            except Exception as exc:
+                # A bug must not leave the pod waiting forever with the node locked.
+                log.exception("unexpected error while allocating")
+                message = f"internal error while allocating: {exc!r}"
+                self._mark_failed(gateway, lookup.pending.pod, message)
+                raise AllocationError(message, code=AllocationError.FAILED) from exc
 
     def _serve(
         self, gateway: KubeGateway, pending: PendingPod, device_ids: Sequence[str]

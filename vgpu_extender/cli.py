@@ -21,7 +21,11 @@ from pydantic import ValidationError
 
 from vgpu_extender.settings import Settings
 
-app = typer.Typer(add_completion=False, help=__doc__, no_args_is_help=True)
+app = typer.Typer(
+    add_completion=False,
+    no_args_is_help=True,
+    help="kube-scheduler extender sharing GPUs by virtual slices (settings: VGPU_* env).",
+)
 
 
 def load_settings(overrides: dict[str, Any]) -> Settings:

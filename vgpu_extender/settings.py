@@ -95,6 +95,17 @@ class Settings(BaseSettings):
             raise ValueError(f"unknown fallback policy {value!r}; known: {known} or ''")
         return value
 
+    @field_validator("database_url")
+    @classmethod
+    def _supported_database(cls, value: str) -> str:
+        from vgpu_extender.store import StoreInputError, parse_url
+
+        try:
+            parse_url(value)
+        except StoreInputError as exc:
+            raise ValueError(str(exc)) from None
+        return value
+
     @field_validator("inventory_file", "tls_cert", "tls_key", "kubeconfig")
     @classmethod
     def _existing_file(cls, value: Path | None) -> Path | None:

@@ -17,6 +17,9 @@ from typing import Protocol, runtime_checkable
 MODE_SHARED = "hami-core"
 MODE_MIG = "mig"
 MODES = (MODE_SHARED, MODE_MIG, "mps")
+#: Kubelet takes device IDs of at most 63 characters and we append ``-<replica>``
+#: (up to ``-999``), so a UUID may have at most 59.
+MAX_UUID_LENGTH = 59
 
 
 class DiscoveryError(RuntimeError):
@@ -46,6 +49,10 @@ class PhysicalDevice:
     def __post_init__(self) -> None:
         if not self.uuid or any(ch in self.uuid for ch in ",:;"):
             raise DiscoveryError(f"device uuid {self.uuid!r} is empty or contains , : or ;")
+        if len(self.uuid) > MAX_UUID_LENGTH:
+            raise DiscoveryError(
+                f"device uuid {self.uuid!r} is longer than {MAX_UUID_LENGTH} characters"
+            )
         if self.index < 0:
             raise DiscoveryError(f"device {self.uuid}: index must be >= 0, got {self.index}")
         if self.memory_mib <= 0:
@@ -71,7 +78,7 @@ class HealthEvent:
     reason: str
 
 
-HealthSink = Callable[[HealthEvent], None]
+HealthSink = Callable[[HealthEvent], object]
 
 
 @runtime_checkable

@@ -213,3 +213,10 @@ def test_images_carry_the_package_version(overlay: Path) -> None:
     }
     assert images["vgpu-extender"] == f"vgpu-extender:{version}"
     assert images["device-plugin"] == f"vgpu-device-plugin:{version}"
+
+
+def test_namespace_admits_the_device_plugins_host_paths() -> None:
+    host_paths = [v for v in DAEMONSET["spec"]["template"]["spec"]["volumes"] if "hostPath" in v]
+    assert host_paths
+    namespace = find(OBJECTS, "Namespace", DAEMONSET["metadata"]["namespace"])
+    assert namespace["metadata"]["labels"]["pod-security.kubernetes.io/enforce"] == "privileged"

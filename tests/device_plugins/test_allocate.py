@@ -258,3 +258,38 @@ def test_preferred_uuids_follow_the_annotation(
     assert list(allocator.preferred_uuids(2)) == [GPU1, GPU0]
     assert list(allocator.preferred_uuids(1)) == []  # the locked pod wants 2, not 1
     assert annotations_of(kube_api, "p")[PHASE] == "allocating"  # reading changes nothing
+
+
+def test_unexpected_errors_still_fail_the_pod_and_release_the_lock(
+    kube_api: FakeApiServer, gateway: KubernetesGateway, node: str, state: DeviceState
+) -> None:
+    def broken_builder(*args: object, **kwargs: object) -> None:
+        raise RuntimeError("boom")
+
+    allocator = PodAllocator(
+        gateway, node=node, state=state, hami=HamiCoreConfig(), builder=broken_builder
+    )
+    bound_pod(kube_api, "p", [[DeviceGrant(GPU0, 1, 1)]])
+    with pytest.raises(AllocationError, match=r"internal error.*boom") as caught:
+        allocator.allocate(ids(GPU0, 0))
+    assert caught.value.code == AllocationError.FAILED
+    assert annotations_of(kube_api, "p")[PHASE] == "failed"
+    assert lock_of(kube_api) is None
+
+
+def test_host_folder_errors_are_reported(
+    kube_api: FakeApiServer,
+    gateway: KubernetesGateway,
+    node: str,
+    state: DeviceState,
+    tmp_path: Path,
+) -> None:
+    blocker = tmp_path / "file"
+    blocker.write_text("not a folder")
+    allocator = PodAllocator(
+        gateway, node=node, state=state, hami=HamiCoreConfig(hook_path=blocker, lock_dir=blocker)
+    )
+    bound_pod(kube_api, "p", [[DeviceGrant(GPU0, 1, 1)]])
+    with pytest.raises(AllocationError, match="cannot prepare the HAMi-core folders"):
+        allocator.allocate(ids(GPU0, 0))
+    assert annotations_of(kube_api, "p")[PHASE] == "failed"

@@ -128,6 +128,9 @@ def test_file_is_read_again_on_each_discover(tmp_path: Path) -> None:
             r"mode must be one of .*'turbo'",
             id="unknown-mode",
         ),
+        pytest.param(
+            YAML.replace(GPU0, "GPU-" + "a" * 60), r"longer than 59 characters", id="uuid-too-long"
+        ),
         pytest.param("devices: [", r"not valid YAML or JSON", id="broken-yaml"),
         pytest.param("42", r"devices.*", id="not-a-mapping"),
     ],

@@ -6,6 +6,7 @@ then kubelet's Allocate, then the container environment HAMi-core reads.
 
 from __future__ import annotations
 
+import dataclasses
 import threading
 from collections.abc import Iterator
 from pathlib import Path
@@ -134,16 +135,11 @@ def test_list_and_watch_then_health_change(
     }
     # The node annotation follows at once, not at the next 30 s rescan.
     expected = register_annotation(
-        [DEVICES[0], DEVICES[1].__class__(**{**_fields(DEVICES[1]), "healthy": False})],
-        Splitting(split_count=SPLIT),
+        [DEVICES[0], dataclasses.replace(DEVICES[1], healthy=False)], Splitting(split_count=SPLIT)
     )
     eventually(
         lambda: _register_value(kube_api) == expected, what="the unhealthy GPU in the annotation"
     )
-
-
-def _fields(device: Any) -> dict[str, Any]:
-    return {name: getattr(device, name) for name in device.__slots__}
 
 
 def _register_value(api: FakeApiServer) -> str | None:

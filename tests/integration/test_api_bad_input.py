@@ -14,8 +14,8 @@ from tests.support.server import (
     args,
     bind_args,
     node_json,
-    pod_json,
     place,
+    pod_json,
     standalone_settings,
     start_extender,
 )
@@ -66,6 +66,11 @@ BAD_FILTER: list[tuple[str, bytes | dict[str, Any], str]] = [
         "node-without-name",
         {"Pod": GPU_POD, "Nodes": {"items": [{"metadata": {}}]}, "NodeNames": None},
         "Nodes.items[0].metadata.name",
+    ),
+    (
+        "node-labels-wrong-type",
+        {"Pod": GPU_POD, "Nodes": {"items": [{"metadata": {"name": "x", "labels": 5}}]}},
+        "Nodes.items[0]",
     ),
     (
         "bad-quantity",

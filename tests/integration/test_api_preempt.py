@@ -14,8 +14,8 @@ import pytest
 
 from tests.support.server import (
     RunningExtender,
-    pod_json,
     place,
+    pod_json,
     standalone_settings,
     start_extender,
 )

@@ -10,7 +10,7 @@ from typing import Any
 
 import pytest
 
-from tests.support.server import StartExtender, args, pod_json, place
+from tests.support.server import StartExtender, args, place, pod_json
 from vgpu_extender.services.scheduling import NOT_CHOSEN
 
 DEMO = ["demo-a100-1", "demo-a100-2", "demo-t4-1", "demo-t4-2"]

@@ -7,8 +7,14 @@ to it over real HTTP, exactly as kube-scheduler would.
 
 from __future__ import annotations
 
+import os
+import signal
+import socket
+import subprocess
+import sys
 import threading
-from collections.abc import Callable, Iterator
+import time
+from collections.abc import Callable, Iterator, Sequence
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
@@ -17,6 +23,7 @@ import httpx
 import msgspec
 import pytest
 import uvicorn
+import yaml
 from fastapi import FastAPI
 
 from vgpu_extender.api import create_app
@@ -212,3 +219,140 @@ def place(running: RunningExtender, pod: dict[str, Any], node: str) -> None:
     """filter then bind, as kube-scheduler does; asserts the bind succeeded."""
     running.verb("/filter", args(pod, [node]))
     assert running.verb("/bind", bind_args(pod, node)) == {"Error": ""}
+
+
+# ---------------------------------------------------------------------------- processes
+def free_port() -> int:
+    with socket.socket() as sock:
+        sock.bind(("127.0.0.1", 0))
+        port: int = sock.getsockname()[1]
+        return port
+
+
+def write_kubeconfig(path: Path, server_url: str) -> Path:
+    """A kubeconfig for a test API server (no credentials)."""
+    path.write_text(
+        yaml.safe_dump(
+            {
+                "apiVersion": "v1",
+                "kind": "Config",
+                "clusters": [{"name": "test", "cluster": {"server": server_url}}],
+                "users": [{"name": "test", "user": {}}],
+                "contexts": [{"name": "test", "context": {"cluster": "test", "user": "test"}}],
+                "current-context": "test",
+            }
+        )
+    )
+    return path
+
+
+@dataclass
+class ExtenderProcess:
+    """An extender in its own process (``python -m vgpu_extender.cli serve`` or a variant)."""
+
+    process: subprocess.Popen[bytes]
+    url: str
+    log: Path
+    client: httpx.Client = field(init=False)
+
+    def __post_init__(self) -> None:
+        # One client (and one TLS context, built once) shared by every request and thread.
+        self.client = httpx.Client(
+            base_url=self.url, timeout=60.0, limits=httpx.Limits(max_connections=32)
+        )
+
+    def post(self, path: str, body: Any) -> httpx.Response:
+        return self.client.post(path, content=msgspec.json.encode(body))
+
+    def wait_ready(self, timeout_s: float = 60.0) -> None:
+        deadline = time.monotonic() + timeout_s
+        while True:
+            if self.process.poll() is not None:
+                raise RuntimeError(
+                    f"extender exited with {self.process.returncode}:\n{self.log.read_text()}"
+                )
+            try:
+                if self.post("/noop", args_body_probe()).status_code == 200:
+                    return
+            except httpx.TransportError:
+                pass
+            if time.monotonic() > deadline:
+                self.stop()
+                raise RuntimeError(f"extender did not answer:\n{self.log.read_text()}")
+            time.sleep(0.1)
+
+    def stop(self) -> None:
+        self.client.close()
+        if self.process.poll() is None:
+            self.process.terminate()
+            try:
+                self.process.wait(15)
+            except subprocess.TimeoutExpired:
+                self.process.kill()
+                self.process.wait()
+
+
+def spawn_extender(
+    *,
+    env: dict[str, str],
+    log: Path,
+    entry: str = "from vgpu_extender.cli import main; main()",
+    args: Sequence[str] = (),
+    wait: bool = True,
+) -> ExtenderProcess:
+    """Start an extender process on a free port; with ``wait``, until it answers."""
+    port = free_port()
+    command = [sys.executable, "-c", entry, "serve", "--port", str(port), *args]
+    full_env = {
+        **os.environ,
+        "NO_PROXY": "127.0.0.1,localhost",
+        "no_proxy": "127.0.0.1,localhost",
+        "PYTHONPATH": str(Path(__file__).resolve().parents[2]),
+        **env,
+    }
+    with log.open("wb") as out:
+        process = subprocess.Popen(command, env=full_env, stdout=out, stderr=subprocess.STDOUT)
+    running = ExtenderProcess(process, f"http://127.0.0.1:{port}", log)
+    if wait:
+        running.wait_ready()
+    return running
+
+
+def args_body_probe() -> dict[str, Any]:
+    return {"Pod": {"metadata": {"name": "probe"}}, "Nodes": None, "NodeNames": []}
+
+
+class _CrashingKube:
+    """The real client, except that the process dies abruptly around ``bind_pod``."""
+
+    def __init__(self, inner: Any, when: str) -> None:
+        self._inner = inner
+        self._when = when
+
+    def __getattr__(self, name: str) -> Any:
+        return getattr(self._inner, name)
+
+    def bind_pod(self, namespace: str, name: str, uid: str, node: str) -> None:
+        if self._when == "before-binding":
+            os.kill(os.getpid(), signal.SIGKILL)
+        self._inner.bind_pod(namespace, name, uid, node)
+        if self._when == "after-binding":
+            os.kill(os.getpid(), signal.SIGKILL)
+
+
+def crashing_main() -> None:
+    """Entry point of an extender killed (SIGKILL) just before or after a Binding.
+
+    ``VGPU_TEST_CRASH`` says when; settings come from the environment as usual.
+    """
+    from vgpu_extender.kube.config import load_configuration
+    from vgpu_extender.kube.real import RealKubeClient
+
+    port = int(sys.argv[sys.argv.index("--port") + 1])
+    settings = Settings(port=port)
+    configuration = load_configuration(kubeconfig=str(settings.kubeconfig))
+    assert configuration is not None
+    kube = _CrashingKube(
+        RealKubeClient.from_configuration(configuration), os.environ["VGPU_TEST_CRASH"]
+    )
+    uvicorn.run(create_app(settings, kube=kube), host="127.0.0.1", port=port, log_level="warning")

@@ -7,9 +7,6 @@ from dataclasses import dataclass, field
 
 import pytest
 
-from vgpu_extender.domain import NodeInventory, PodRequest, Reason, Rejection
-from vgpu_extender.engine import ClusterIndex, by_index, choose_devices, fit
-from vgpu_extender.engine.reference import reference_fit
 from tests.support.builders import (
     A100,
     V100,
@@ -20,6 +17,9 @@ from tests.support.builders import (
     make_request,
     use,
 )
+from vgpu_extender.domain import NodeInventory, PodRequest, Reason, Rejection
+from vgpu_extender.engine import ClusterIndex, by_index, choose_devices, fit
+from vgpu_extender.engine.reference import reference_fit
 
 Grant = tuple[int, int, int]
 
@@ -352,6 +352,15 @@ def test_feasible_keeps_input_order_and_duplicates() -> None:
     assert set(result.rejections) == {"b", "x"}
 
 
+def test_empty_index_rejects_every_name() -> None:
+    result = fit(make_index(), make_request(1, mem=1), ["a", "b"])
+    assert result.feasible == []
+    assert {n: r.reason for n, r in result.rejections.items()} == {
+        "a": Reason.UNKNOWN_NODE,
+        "b": Reason.UNKNOWN_NODE,
+    }
+
+
 def test_all_feasible_and_empty_candidates() -> None:
     index = make_index(make_node("a", 1), make_node("b", 1))
     assert fit(index, make_request(1, mem=1), ["b", "a"]).feasible == ["b", "a"]
@@ -382,8 +391,14 @@ def test_fit_reads_current_state_after_apply_and_release() -> None:
 
 MESSAGES = [
     (Rejection(Reason.UNKNOWN_NODE, unresolvable=True), "node unregistered"),
-    (Rejection(Reason.MEMORY, 4000, 2048), "insufficient gpumem: need 4000 MiB, best free 2048 MiB"),
-    (Rejection(Reason.CORES, 30, 20, detail="on 2 gpus"), "insufficient gpucores: need 30%, best free 20% (on 2 gpus)"),
+    (
+        Rejection(Reason.MEMORY, 4000, 2048),
+        "insufficient gpumem: need 4000 MiB, best free 2048 MiB",
+    ),
+    (
+        Rejection(Reason.CORES, 30, 20, detail="on 2 gpus"),
+        "insufficient gpucores: need 30%, best free 20% (on 2 gpus)",
+    ),
     (Rejection(Reason.SLOTS, 2, 1), "insufficient gpu slots: need 2, have 1"),
     (Rejection(Reason.CPU, 3000, 2000), "insufficient cpu: need 3000m, best free 2000m"),
     (Rejection(Reason.INVENTORY, detail="bad json"), "no usable device inventory: bad json"),
@@ -397,3 +412,51 @@ MESSAGES = [
 )
 def test_rejection_messages(rejection: Rejection, message: str) -> None:
     assert rejection.message() == message
+
+
+def busy_cluster(nodes: int, seed: int) -> ClusterIndex:
+    """Nodes of 8 devices (two NUMA nodes, 8 or 16 GiB) holding random shares."""
+    import random
+
+    rng = random.Random(seed)
+    index = make_index(
+        *(
+            make_node(f"n{i}", 8, mem=rng.choice([8192, 16384]), numa=[0] * 4 + [1] * 4)
+            for i in range(nodes)
+        )
+    )
+    for i in range(nodes):
+        for g in range(8):
+            if rng.random() < 0.9:
+                whole = rng.random() < 0.3
+                share = (g, rng.choice([2048, 4096, 6144]), rng.choice([30, 60]))
+                use(index, f"p{i}-{g}", f"n{i}", [(g, 8192, 100) if whole else share])
+    return index
+
+
+LARGE_REQUESTS = [
+    pytest.param(make_request(1, mem=12000, cores=50), id="one-share"),
+    pytest.param(make_request(8, pct=100, cores=100), id="eight-whole"),
+    pytest.param(make_request(4, pct=60, cores=20), id="four-percent"),
+    pytest.param(make_request(3, mem=2000, cores=50, numa_bind=True), id="numa-bound"),
+]
+
+
+@pytest.fixture(scope="module")
+def busy() -> ClusterIndex:
+    return busy_cluster(3000, seed=5)
+
+
+@pytest.mark.parametrize("request_", LARGE_REQUESTS)
+def test_many_rejections_explain_like_few(busy: ClusterIndex, request_: PodRequest) -> None:
+    # Over more than a thousand rejected nodes the reasons are worked out over the whole
+    # grid; for a few nodes, on gathered rows. Both must give every node the same verdict.
+    index = busy
+    names = index.node_names()
+    together = fit(index, request_, names)
+    assert len(together.rejections) > 1100, len(together.rejections)
+    for start in range(0, len(names), 50):
+        alone = fit(index, request_, names[start : start + 50])
+        for name, rejection in alone.rejections.items():
+            assert together.rejections[name] == rejection, name
+        assert set(alone.feasible) <= set(together.feasible)

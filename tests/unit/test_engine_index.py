@@ -5,10 +5,10 @@ from __future__ import annotations
 import numpy as np
 import pytest
 
+from tests.support.builders import A100, V100, make_assignment, make_index, make_node, use
 from vgpu_extender.domain import DeviceGrant, NodeInventory, PodAssignment
 from vgpu_extender.engine import AllocationError, ClusterIndex
 from vgpu_extender.engine.columns import UNLIMITED
-from tests.support.builders import A100, V100, make_assignment, make_index, make_node, use
 
 GRIDS = ("mem_free", "cores_free", "slots_free")
 

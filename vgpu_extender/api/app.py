@@ -13,7 +13,7 @@ from datetime import datetime
 from fastapi import FastAPI
 from starlette.concurrency import run_in_threadpool
 
-from vgpu_extender.api.routes import extender
+from vgpu_extender.api.routes import admin, extender
 from vgpu_extender.api.verbs import exception_handler
 from vgpu_extender.kube import KubeClient
 from vgpu_extender.services.runtime import Runtime, connect_kube
@@ -56,5 +56,6 @@ def create_app(
     )
     app.state.settings = resolved
     app.include_router(extender.router)
+    app.include_router(admin.router)
     app.add_exception_handler(Exception, exception_handler)
     return app

@@ -10,6 +10,7 @@ with only their name, labels, annotations and resourceVersion read.
 
 from __future__ import annotations
 
+import functools
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
 from typing import Any
@@ -17,9 +18,9 @@ from typing import Any
 import msgspec
 
 from vgpu_extender.services.binding import BindRequest
-from vgpu_extender.services.inventory import NodeView
+from vgpu_extender.services.inventory import NodeRef, NodeView
 from vgpu_extender.services.preemption import NodeVictims, PreemptOutcome, Victim
-from vgpu_extender.services.scheduling import FilterOutcome
+from vgpu_extender.services.scheduling import FilterOutcome, Priorities
 
 Raw = msgspec.Raw
 _UNSET = msgspec.UNSET
@@ -41,6 +42,15 @@ class _NodeHead(msgspec.Struct):
     metadata: _Meta | None = None
 
 
+class _MetaName(msgspec.Struct, rename={"resource_version": "resourceVersion"}):
+    name: str = ""
+    resource_version: str = ""
+
+
+class _NodeName(msgspec.Struct):
+    metadata: _MetaName | None = None
+
+
 class _NodeList(msgspec.Struct):
     items: list[Raw] | None = None
 
@@ -54,6 +64,7 @@ class _ArgsExact(msgspec.Struct):
 _ARGS_EXACT = msgspec.json.Decoder(_ArgsExact)
 _TOP = msgspec.json.Decoder(dict[str, Raw])
 _NODE_HEAD = msgspec.json.Decoder(_NodeHead)
+_NODE_NAME = msgspec.json.Decoder(_NodeName)
 _NODE_LIST = msgspec.json.Decoder(_NodeList | None)
 _NAMES = msgspec.json.Decoder(list[str] | None)
 _ANY = msgspec.json.Decoder()
@@ -71,7 +82,7 @@ class ExtenderArgs:
 
     pod: dict[str, Any]
     names: list[str]
-    nodes: list[NodeView] | None = None
+    nodes: list[NodeRef] | None = None
     raw_nodes: list[Raw] | None = None
 
     @property
@@ -114,25 +125,42 @@ def _pod(raw: Any, what: str) -> dict[str, Any]:
     return raw
 
 
-def _views(items: Sequence[Raw], what: str) -> list[NodeView]:
-    views: list[NodeView] = []
+def _views(items: Sequence[Raw], what: str) -> list[NodeRef]:
+    """Name and resourceVersion of each Node object now; labels and annotations later,
+    only for the nodes whose version changed (see ``NodeRef``)."""
+    views: list[NodeRef] = []
     for position, item in enumerate(items):
         try:
-            head = _NODE_HEAD.decode(item)
+            head = _NODE_NAME.decode(item)
         except msgspec.DecodeError as exc:
             raise _fail(exc, f"{what}: Nodes.items[{position}]") from None
         meta = head.metadata
         if meta is None or not meta.name:
             raise WireError(f"{what}: Nodes.items[{position}].metadata.name is missing")
         views.append(
-            NodeView(
-                name=meta.name,
-                labels=meta.labels or {},
-                annotations=meta.annotations or {},
-                resource_version=meta.resource_version,
+            NodeRef(
+                meta.name,
+                meta.resource_version,
+                functools.partial(_load_view, item, position, what),
             )
         )
     return views
+
+
+def _load_view(item: Raw, position: int, what: str) -> NodeView:
+    """The inventory-bearing fields of one Node object (called by the service only when
+    the object changed); a field of the wrong type is a ``WireError`` naming it."""
+    try:
+        meta = _NODE_HEAD.decode(item).metadata
+    except msgspec.DecodeError as exc:
+        raise _fail(exc, f"{what}: Nodes.items[{position}]") from None
+    assert meta is not None  # the name was read before
+    return NodeView(
+        name=meta.name,
+        labels=meta.labels or {},
+        annotations=meta.annotations or {},
+        resource_version=meta.resource_version,
+    )
 
 
 def _args(pod: Any, nodes: _NodeList | None, names: list[str] | None, what: str) -> ExtenderArgs:
@@ -300,9 +328,14 @@ def encode_filter(args: ExtenderArgs | None, outcome: FilterOutcome) -> bytes:
     return _ENCODER.encode(result)
 
 
-def encode_priorities(scores: Sequence[tuple[str, int]]) -> bytes:
+class HostPriority(msgspec.Struct):
+    Host: str
+    Score: int
+
+
+def encode_priorities(priorities: Priorities) -> bytes:
     """HostPriorityList: integer scores (Go rejects ``5.0``)."""
-    return _ENCODER.encode([{"Host": host, "Score": int(score)} for host, score in scores])
+    return _ENCODER.encode(list(map(HostPriority, priorities.hosts, priorities.scores)))
 
 
 def encode_bind(error: str) -> bytes:

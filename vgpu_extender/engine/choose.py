@@ -178,8 +178,11 @@ def _pick(
     if len(state.devices) < k:
         return Rejection(Reason.NOT_ENOUGH_DEVICES, k, len(state.devices), unresolvable=True)
     if len(fitting) < k:
-        reason = max(failures, key=lambda r: (failures[r], -list(Reason).index(r)))
-        return Rejection(reason, detail=f"{len(fitting)} of {k} gpus fit")
+        # Devices the pod can never use explain nothing when others are merely in use.
+        in_use = {r: n for r, n in failures.items() if r is not Reason.UNHEALTHY}
+        pool = in_use or failures
+        reason = max(pool, key=lambda r: (pool[r], -list(Reason).index(r)))
+        return Rejection(reason, unresolvable=not in_use, detail=f"{len(fitting)} of {k} gpus fit")
     ordered = ranker(state, container, fitting)
     if numa is None:
         return ordered[:k]

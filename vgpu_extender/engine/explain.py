@@ -1,115 +1,49 @@
 """Why nodes reject a pod: HAMi's fit order, replayed as cumulative masks.
 
 Only rejected nodes are explained, all of them at once. For each device container,
-every stage of the fit order is one mask over the rejected rows' devices and a
-row-wise count says how many devices survive it; a node's reason is the first stage
-after which fewer devices survive than the container needs, with that stage's numbers
-(for memory: the MiB needed and the most that the needed number of devices still in
-the running each offer). With NUMA binding, every stage from the NUMA one on counts
-the devices of the best single NUMA node. A rejection is *unresolvable* when the pod
-would not fit even if every allocation on the node were released, so preemption
-cannot help. Identical verdicts share one ``Rejection`` object.
+every stage of the fit order is one mask (over the rejected rows' devices, or over the
+whole grid when many rows are rejected) and a row-wise count says how many devices
+survive it; a node's reason is the first stage after which fewer devices survive than
+the container needs, with that stage's numbers (for memory: the MiB needed and the most
+that the needed number of devices still in the running each offer). With NUMA binding,
+every stage from the NUMA one on counts the devices of the best single NUMA node.
+Registration-time stages (type, UUID, health, cordon, NUMA) are unresolvable; a usage
+stage is *unresolvable* when the pod would not fit even if every allocation on the node
+were released, so preemption cannot help. Identical verdicts share one ``Rejection``.
 """
 
 from __future__ import annotations
 
 from collections.abc import Sequence
+from dataclasses import dataclass
 
 import numpy as np
 
 from vgpu_extender.domain import ContainerRequest, PodRequest, Reason, Rejection
-from vgpu_extender.engine.columns import BoolGrid, IntGrid, IntVec, count_per_row, per_node_count
+from vgpu_extender.engine.columns import (
+    BoolGrid,
+    DeviceColumns,
+    IntGrid,
+    IntVec,
+    count_per_row,
+    per_node_count,
+)
 from vgpu_extender.engine.index import ClusterIndex
 from vgpu_extender.engine.selection import type_mask, uuid_mask
+from vgpu_extender.engine.verdicts import UNSET, Verdicts
 
-#: Stages that only registration can change: failing one is always unresolvable.
-_STATIC_STAGES = frozenset(
-    {Reason.TYPE_MISMATCH, Reason.UUID_MISMATCH, Reason.UNHEALTHY, Reason.CORDONED, Reason.NUMA}
-)
-_REASONS = list(Reason)
-_CODE = {reason: code for code, reason in enumerate(_REASONS)}
-_UNSET = -1
 _LOWEST = np.iinfo(np.int64).min
-_MAX_RADIX = 2**62
-#: Devices per gathered chunk: 8192 int64 cells are 64 KiB.
+_HIGHEST = np.iinfo(np.int64).max
+#: Most devices gathered at once: 8192 int64 cells are 64 KiB, a size the allocator
+#: reuses (larger copies are mapped and faulted in afresh on every call).
 _CHUNK_CELLS = 8192
-
-
-class _Verdicts:
-    """Per-row verdicts as columns of codes, turned into ``Rejection`` objects at the end."""
-
-    def __init__(self, n: int) -> None:
-        self.reason = np.full(n, _UNSET, dtype=np.int64)
-        self.need = np.full(n, _UNSET, dtype=np.int64)
-        self.have = np.full(n, _UNSET, dtype=np.int64)
-        self.unresolvable = np.zeros(n, dtype=np.int64)
-        self.detail = np.zeros(n, dtype=np.int64)
-        self.details: dict[str, int] = {"": 0}
-
-    def detail_code(self, text: str) -> int:
-        return self.details.setdefault(text, len(self.details))
-
-    def set(
-        self,
-        where: IntVec,
-        reason: Reason | IntVec,
-        need: int | IntVec = _UNSET,
-        have: int | IntVec = _UNSET,
-        unresolvable: bool | np.ndarray = False,
-        detail: int | IntVec = 0,
-    ) -> None:
-        if len(where) == 0:
-            return
-        self.reason[where] = _CODE[reason] if isinstance(reason, Reason) else reason
-        self.need[where] = need
-        self.have[where] = have
-        self.unresolvable[where] = unresolvable
-        self.detail[where] = detail
-
-    def rejections(self) -> list[Rejection]:
-        """One ``Rejection`` per row; rows with equal verdicts share one object."""
-        columns = (self.reason, self.unresolvable, self.detail, self.need, self.have)
-        code = np.zeros(len(self.reason), dtype=np.int64)
-        radix = 1
-        for column in columns:
-            values, size = _dense(column)
-            if radix * size >= _MAX_RADIX:  # re-number what is combined so far
-                _, code = np.unique(code, return_inverse=True)
-                code = code.reshape(-1)
-                radix = int(code.max()) + 1
-            code = code * size + values
-            radix *= size
-        _, first, inverse = np.unique(code, return_index=True, return_inverse=True)
-        texts = list(self.details)
-        objects = np.empty(len(first), dtype=object)
-        keys = zip(*(column[first].tolist() for column in columns), strict=True)
-        for i, (reason, unresolvable, detail, need, have) in enumerate(keys):
-            objects[i] = Rejection(
-                _REASONS[reason],
-                None if need == _UNSET else need,
-                None if have == _UNSET else have,
-                unresolvable=bool(unresolvable),
-                detail=texts[detail],
-            )
-        out: list[Rejection] = objects[inverse.reshape(-1)].tolist()
-        return out
-
-
-def _dense(column: IntVec) -> tuple[IntVec, int]:
-    """Small non-negative codes for a column's values, and how many codes there can be."""
-    lo, hi = int(column.min()), int(column.max())
-    if hi - lo < len(column) + 64:
-        return column - lo, hi - lo + 1
-    _, inverse = np.unique(column, return_inverse=True)
-    dense: IntVec = inverse.reshape(-1)
-    return dense, int(dense.max()) + 1
 
 
 def explain_rows(
     index: ClusterIndex, request: PodRequest, rows: IntVec, static: BoolGrid
 ) -> list[Rejection]:
     """One rejection per row, in the order given."""
-    verdicts = _Verdicts(len(rows))
+    verdicts = Verdicts(len(rows))
     containers = distinct_shapes(request.device_containers)
     if containers:
         broken = np.flatnonzero(~index.cols.node_ok[rows])
@@ -122,7 +56,7 @@ def explain_rows(
                 detail=verdicts.detail_code(problem),
             )
     for container in containers:
-        pending = np.flatnonzero(verdicts.reason == _UNSET)
+        pending = np.flatnonzero(verdicts.reason == UNSET)
         if len(pending) == 0:
             break
         _explain_container(index, request, container, rows, pending, static, verdicts)
@@ -139,10 +73,10 @@ def distinct_shapes(containers: Sequence[ContainerRequest]) -> list[ContainerReq
 
 
 def _explain_host(
-    index: ClusterIndex, request: PodRequest, rows: IntVec, verdicts: _Verdicts
+    index: ClusterIndex, request: PodRequest, rows: IntVec, verdicts: Verdicts
 ) -> None:
     """Rows every container fits alone: host resources, or the containers together."""
-    pending = np.flatnonzero(verdicts.reason == _UNSET)
+    pending = np.flatnonzero(verdicts.reason == UNSET)
     if len(pending) == 0:
         return
     cols = index.cols
@@ -179,7 +113,7 @@ def _explain_container(
     rows: IntVec,
     pending: IntVec,
     static: BoolGrid,
-    verdicts: _Verdicts,
+    verdicts: Verdicts,
 ) -> None:
     cols = index.cols
     k = container.count
@@ -193,29 +127,25 @@ def _explain_container(
 
     numa_values = index.numa_values if request.numa_bind and k > 1 else None
     numa = _take(cols.numa, sub) if numa_values is not None else None
-    allowed = _take(static, sub)
     left = ~none & ~few
     # Registration-time stages: only rows with too few allowed devices can fail one.
-    short = left & (_count(allowed, numa, numa_values) < k)
+    short = left & (_count(_take(static, sub), numa, numa_values) < k)
     if short.any():
         _explain_static(index, request, k, sub[short], pending[short], valid[short], verdicts)
         left &= ~short
-    # In chunks: gathered int64 grids stay small, so the allocator reuses their memory
-    # instead of mapping and faulting in fresh pages on every call.
-    todo = np.flatnonzero(left)
-    step = max(1, _CHUNK_CELLS // cols.slots)
-    for start in range(0, len(todo), step):
-        part = todo[start : start + step]
-        _explain_usage(
-            index,
-            container,
-            sub[part],
-            pending[part],
-            allowed[part],
-            None if numa is None else numa[part],
-            numa_values,
-            verdicts,
-        )
+    if not left.any():
+        return
+    sub, pending = sub[left], pending[left]
+    if len(sub) * cols.slots <= _CHUNK_CELLS:
+        # Few rows: gather them (a small copy) and judge only them.
+        grids = _Grids.of_rows(cols, static, sub, numa_values is not None)
+        at = np.arange(len(sub))
+    else:
+        # Many rows: each stage over the whole grid costs less than gathering the rows,
+        # and allocates no large temporary copies.
+        grids = _Grids.whole(cols, static, numa_values is not None)
+        at = sub
+    _explain_usage(grids, at, pending, container, numa_values, verdicts)
 
 
 def _explain_static(
@@ -225,7 +155,7 @@ def _explain_static(
     sub: IntVec,
     pending: IntVec,
     valid: BoolGrid,
-    verdicts: _Verdicts,
+    verdicts: Verdicts,
 ) -> None:
     """Rows whose allowed devices are too few: a selector, health, cordon or NUMA stage."""
     cols = index.cols
@@ -254,69 +184,111 @@ def _explain_static(
     verdicts.set(pending[~decided], Reason.NUMA, unresolvable=True, detail=detail)
 
 
+@dataclass(frozen=True, slots=True)
+class _Grids:
+    """The device columns the usage stages read: the whole grid, or some rows of it."""
+
+    allowed: BoolGrid
+    slots_free: IntGrid
+    slots_total: IntGrid
+    mem_free: IntGrid
+    mem_total: IntGrid
+    cores_free: IntGrid
+    cores_total: IntGrid
+    numa: IntGrid | None
+
+    @classmethod
+    def whole(cls, cols: DeviceColumns, static: BoolGrid, numa: bool) -> _Grids:
+        n = static.shape[0]  # the rows in use (see fit)
+        return cls(
+            static,
+            cols.slots_free[:n],
+            cols.slots_total[:n],
+            cols.mem_free[:n],
+            cols.mem_total[:n],
+            cols.cores_free[:n],
+            cols.cores_total[:n],
+            cols.numa[:n] if numa else None,
+        )
+
+    @classmethod
+    def of_rows(cls, cols: DeviceColumns, static: BoolGrid, rows: IntVec, numa: bool) -> _Grids:
+        return cls(
+            _take(static, rows),
+            _take(cols.slots_free, rows),
+            _take(cols.slots_total, rows),
+            _take(cols.mem_free, rows),
+            _take(cols.mem_total, rows),
+            _take(cols.cores_free, rows),
+            _take(cols.cores_total, rows),
+            _take(cols.numa, rows) if numa else None,
+        )
+
+
 def _explain_usage(
-    index: ClusterIndex,
-    container: ContainerRequest,
-    sub: IntVec,
+    grids: _Grids,
+    at: IntVec,
     pending: IntVec,
-    allowed: BoolGrid,
-    numa: IntGrid | None,
+    container: ContainerRequest,
     numa_values: Sequence[int] | None,
-    verdicts: _Verdicts,
+    verdicts: Verdicts,
 ) -> None:
-    """Rows with enough allowed devices: slots, exclusivity, memory or cores in use."""
-    cols = index.cols
+    """Rows (``at``: their rows in ``grids``) with enough allowed devices: slots,
+    exclusivity, memory or cores in use."""
     k = container.count
-    slots_free = _take(cols.slots_free, sub)
-    mem_free = _take(cols.mem_free, sub)
-    cores_free = _take(cols.cores_free, sub)
-    mem_total = _take(cols.mem_total, sub)
     need_mem: IntGrid | int = container.memory_mib
     if container.memory_mib <= 0:
-        need_mem = mem_total * container.memory_percent // 100
-
+        need_mem = (
+            grids.mem_total
+            if container.memory_percent == 100
+            else grids.mem_total * container.memory_percent // 100
+        )
     reasons = [Reason.SLOTS]
-    masks = [allowed & (slots_free > 0)]
+    masks = [grids.allowed & (grids.slots_free > 0)]
     if container.exclusive:
         reasons.append(Reason.EXCLUSIVE)
-        masks.append(masks[-1] & (slots_free == _take(cols.slots_total, sub)))
+        masks.append(masks[-1] & (grids.slots_free == grids.slots_total))
     reasons.append(Reason.MEMORY)
-    masks.append(masks[-1] & (mem_free >= need_mem))
-    enough_cores = (cores_free >= container.cores) if container.cores > 0 else (cores_free > 0)
+    masks.append(masks[-1] & (grids.mem_free >= need_mem))
     reasons.append(Reason.CORES)
-    masks.append(masks[-1] & enough_cores)
+    if container.cores > 0:
+        masks.append(masks[-1] & (grids.cores_free >= container.cores))
+    else:
+        masks.append(masks[-1] & (grids.cores_free > 0))
 
-    stacked = np.stack(masks)
-    counts = _count(
-        stacked.reshape(-1, stacked.shape[2]),
-        None if numa is None else np.tile(numa, (len(masks), 1)),
-        numa_values,
-    ).reshape(len(masks), -1)
-    fails = counts < k
-    failing = fails.any(axis=0)
+    # The masks are cumulative, so counts only fall from stage to stage: the first stage a
+    # row fails is the number of stages it passes.
+    counts: list[IntVec] = []
+    first = np.zeros(len(at), dtype=np.int64)
+    for mask in masks:
+        counts.append(np.take(_count(mask, grids.numa, numa_values), at))
+        first += counts[-1] >= k
+    failing = first < len(masks)
     if not failing.any():
         return
-    first = np.argmax(fails, axis=0)
-    ever = allowed & (mem_total >= need_mem) & (_take(cols.cores_total, sub) >= container.cores)
-    never_fits = _count(ever, numa, numa_values) < k
+    # Could the container ever fit, with every allocation on the node released?
+    ever = grids.allowed
+    if not (container.memory_percent == 100 and container.memory_mib <= 0):
+        ever = ever & (grids.mem_total >= need_mem)
+    if container.cores > 0:
+        ever = ever & (grids.cores_total >= container.cores)
+    never_fits = np.take(_count(ever, grids.numa, numa_values), at) < k
     on_k = verdicts.detail_code(f"on {k} gpus" if k > 1 else "")
     for s, reason in enumerate(reasons):
         hit = failing & (first == s)
         if not hit.any():
             continue
-        where, unresolvable = pending[hit], never_fits[hit]
-        group = None if numa is None else numa[hit]
-        before = allowed[hit] if s == 0 else masks[s - 1][hit]
+        where, unresolvable, rows = pending[hit], never_fits[hit], at[hit]
+        before = grids.allowed if s == 0 else masks[s - 1]
         if reason is Reason.MEMORY:
-            need = (
-                np.full(len(where), need_mem, dtype=np.int64)
-                if isinstance(need_mem, int)
-                else np.where(before, need_mem[hit], np.iinfo(np.int64).max).min(axis=1)
-            )
-            best = _kth_best(mem_free[hit], before, k, group, numa_values)
+            if isinstance(need_mem, int):
+                need: IntVec | int = need_mem
+            else:
+                need = _least(need_mem, before, rows)
+            best = _kth_best(grids.mem_free, before, rows, k, grids.numa, numa_values)
             verdicts.set(where, reason, need, best, unresolvable, on_k)
         elif reason is Reason.CORES:
-            best = _kth_best(cores_free[hit], before, k, group, numa_values)
+            best = _kth_best(grids.cores_free, before, rows, k, grids.numa, numa_values)
             verdicts.set(where, reason, container.cores, best, unresolvable, on_k)
         else:
             verdicts.set(where, reason, k, counts[s][hit], unresolvable)
@@ -337,18 +309,36 @@ def _take(grid: np.ndarray, rows: IntVec) -> np.ndarray:
 def _kth_best(
     free: IntGrid,
     candidates: BoolGrid,
+    rows: IntVec,
     k: int,
     numa: IntGrid | None,
     numa_values: Sequence[int] | None,
 ) -> IntVec:
-    """Per row, the most that ``k`` distinct candidate devices (on one NUMA node, when
-    bound) can each offer: the k-th largest free value; 0 with fewer than k candidates."""
-    groups = [candidates]
-    if numa is not None and numa_values is not None:
-        groups = [candidates & (numa == v) for v in numa_values]
-    best = np.full(free.shape[0], _LOWEST, dtype=np.int64)
-    for group in groups:
-        ranked = np.sort(np.where(group, free, _LOWEST), axis=1)
-        np.maximum(best, ranked[:, free.shape[1] - k], out=best)
+    """For each of ``rows``, the most that ``k`` distinct candidate devices (on one NUMA
+    node, when bound) can each offer: the k-th largest free value; 0 with fewer than k
+    candidates. Rows go in chunks, so the gathered copies stay small."""
+    best = np.full(len(rows), _LOWEST, dtype=np.int64)
+    step = max(1, _CHUNK_CELLS // free.shape[1])
+    for start in range(0, len(rows), step):
+        part, out = rows[start : start + step], best[start : start + step]
+        chosen, values = _take(candidates, part), _take(free, part)
+        groups = [chosen]
+        if numa is not None and numa_values is not None:
+            near = _take(numa, part)
+            groups = [chosen & (near == v) for v in numa_values]
+        for group in groups:
+            ranked = np.sort(np.where(group, values, _LOWEST), axis=1)
+            np.maximum(out, ranked[:, free.shape[1] - k], out=out)
     best[best == _LOWEST] = 0
     return best
+
+
+def _least(need: IntGrid, candidates: BoolGrid, rows: IntVec) -> IntVec:
+    """For each of ``rows``, the smallest need among its candidate devices (in chunks)."""
+    least = np.zeros(len(rows), dtype=np.int64)
+    step = max(1, _CHUNK_CELLS // need.shape[1])
+    for start in range(0, len(rows), step):
+        part = rows[start : start + step]
+        masked = np.where(_take(candidates, part), _take(need, part), _HIGHEST)
+        least[start : start + step] = masked.min(axis=1)
+    return least

@@ -33,25 +33,33 @@ class FitResult:
     rejections: dict[str, Rejection] = field(default_factory=dict)
 
 
-def memory_need(cols: DeviceColumns, container: ContainerRequest) -> IntGrid | int:
-    """MiB the container needs on each device (a scalar unless it asks for a percentage)."""
+def memory_need(
+    cols: DeviceColumns, container: ContainerRequest, rows: int | None = None
+) -> IntGrid | int:
+    """MiB the container needs on each device of the first ``rows`` rows (a scalar unless
+    it asks for a percentage)."""
     if container.memory_mib > 0:
         return container.memory_mib
+    mem_total = cols.mem_total[:rows]
     if container.memory_percent == 100:  # a whole device's memory: no arithmetic needed
-        return cols.mem_total
-    return cols.mem_total * container.memory_percent // 100
+        return mem_total
+    return mem_total * container.memory_percent // 100
 
 
 def fitting_devices(cols: DeviceColumns, container: ContainerRequest, static: BoolGrid) -> BoolGrid:
-    """Devices that can hold one share of ``container`` now."""
-    ok = static & (cols.slots_free > 0)
-    ok &= cols.mem_free >= memory_need(cols, container)
+    """Devices that can hold one share of ``container`` now, in the rows ``static`` covers
+    (the first ``len(static)`` rows of the grid)."""
+    n = static.shape[0]
+    slots_free = cols.slots_free[:n]
+    ok = static & (slots_free > 0)
+    ok &= cols.mem_free[:n] >= memory_need(cols, container, n)
+    cores_free = cols.cores_free[:n]
     if container.cores > 0:
-        ok &= cols.cores_free >= container.cores
+        ok &= cores_free >= container.cores
     else:
-        ok &= cols.cores_free > 0
+        ok &= cores_free > 0
     if container.exclusive:
-        ok &= cols.slots_free == cols.slots_total
+        ok &= slots_free == cols.slots_total[:n]
     return ok
 
 
@@ -88,13 +96,15 @@ def fit(
         known &= cols.hostmem_free[safe] >= request.host_memory_mib
         static = static_mask(index, request)
         return _result(candidates, rows, known, {}, index, request, static, explain)
-    static = static_mask(index, request)
+    # Whole-grid passes stop at the last row in use (the grid grows by doubling); row 0
+    # always stays, for the unknown candidates' placeholder lookups.
+    static = static_mask(index, request)[: max(index.row_span, 1)]
     good = rows >= 0
     safe_rows = np.where(good, rows, 0)
     numa_values = index.numa_values if request.numa_bind else None
     for container in distinct_shapes(request.device_containers):
         ok = fitting_devices(cols, container, static)
-        counts = per_node_count(ok, cols.numa, numa_values)
+        counts = per_node_count(ok, cols.numa[: len(ok)], numa_values)
         good &= counts[safe_rows] >= container.count
     if request.cpu_milli or request.host_memory_mib:
         good &= cols.cpu_free[safe_rows] >= request.cpu_milli

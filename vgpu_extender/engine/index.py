@@ -52,6 +52,7 @@ class ClusterIndex:
         self._version = 0
         self._topology_version = 0
         self._recent_rows: list[tuple[list[str], int, IntVec]] = []
+        self._row_span = 0
         self._numa_cache: tuple[int, tuple[int, ...]] = (-1, ())
 
     # ----------------------------------------------------------------- reading
@@ -76,6 +77,11 @@ class ClusterIndex:
     @property
     def types(self) -> tuple[str, ...]:
         return tuple(self._types)
+
+    @property
+    def row_span(self) -> int:
+        """Every node's row is below this: whole-grid passes need look no further."""
+        return self._row_span
 
     def __len__(self) -> int:
         return len(self._row_of)
@@ -331,7 +337,9 @@ class ClusterIndex:
             self._names.extend([None] * old)
             self._devices.extend([()] * old)
             self._free_rows.extend(range(old * 2 - 1, old - 1, -1))
-        return self._free_rows.pop()
+        row = self._free_rows.pop()
+        self._row_span = max(self._row_span, row + 1)
+        return row
 
     def _intern_type(self, device_type: str) -> int:
         tid = self._type_ids.get(device_type)

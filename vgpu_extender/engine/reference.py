@@ -36,6 +36,8 @@ def _device_fits(dev: Device, free: list[int], c: ContainerRequest) -> bool:
 
 def _host_fits(index: ClusterIndex, request: PodRequest, inv: NodeInventory) -> bool:
     """Host CPU and memory, where the inventory tracks them, less what the node's pods hold."""
+    if inv.cpu_milli is None and inv.memory_mib is None:
+        return True
     pods = index.pods_on(inv.name)
     cpu_ok = inv.cpu_milli is None or (
         inv.cpu_milli - sum(a.cpu_milli for a in pods) >= request.cpu_milli

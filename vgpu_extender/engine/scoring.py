@@ -16,7 +16,8 @@ def to_extender_scores(raw: npt.NDArray[np.float64]) -> list[int]:
     """
     if len(raw) == 0:
         return []
-    values = np.nan_to_num(np.asarray(raw, dtype=np.float64), nan=-np.inf)
+    values = np.asarray(raw, dtype=np.float64)
+    values = np.where(np.isnan(values), -np.inf, values)  # infinities stay infinite
     finite = values[np.isfinite(values)]
     if len(finite) == 0:
         return [0] * len(values)

@@ -90,36 +90,45 @@ class Fragmentation:
         cpu_after = _cpu_after(d.cpu, request.cpu_milli)
         containers = request.device_containers
         if not containers:
+            # Host-only pods: where their CPU strands the least device capacity.
             after = stats.fragmentation(shapes, cpu_after)
+            return self._combine(before - after, stats.total, host_only=True)
         elif len(containers) == 1 and containers[0].count == 1:
             # Every device that fits is a real choice: score the node by its best one.
             per_device = one_device_after(d, shapes, stats, containers[0], cpu_after)
-            delta = before[:, None] - per_device
-            if self.quantize:
-                delta = paper_score(delta)
-            delta = np.where(np.isnan(delta), -np.inf, delta)
-            best: FloatVec = np.max(delta, axis=1)
+            score = self._combine(before[:, None] - per_device)
+            score = np.where(np.isnan(score), -np.inf, score)
+            best: FloatVec = np.max(score, axis=1)
             top = int(np.argmax(best))
             key = (*d.state_key(top), request.cpu_milli, containers[0])
-            self._ranked = (key, (-delta[top]).tolist())
+            self._ranked = (key, (-score[top]).tolist())
             out: FloatVec = np.where(np.isfinite(best), best, np.nan)
             return out
         elif len(containers) == 1:
             after = self._first_devices_after(d, shapes, containers[0], cpu_after)
         else:
             after = self._exact_after(index, request, rows, d, shapes, cpu_after)
-        delta = before - after
-        return paper_score(delta) if self.quantize else delta
+        return self._combine(before - after)
+
+    def _combine(
+        self, delta: FloatVec, free: IntArr | None = None, *, host_only: bool = False
+    ) -> FloatVec:
+        """The score of a fragmentation change; for host-only pods, ties within one score
+        point go to the node with the least free device capacity ``free``."""
+        score: FloatVec = paper_score(delta) if self.quantize else delta
+        if host_only and self.host_pack and free is not None and len(free):
+            score = score + self.host_pack * (1.0 - free / (float(free.max()) + 1.0))
+        return score
 
     def _first_devices_after(
         self, d: Devices, shapes: CompiledShapes, container: ContainerRequest, cpu_after: IntArr
     ) -> FloatVec:
         """F after ``container`` takes the lowest-index devices that fit (several whole
-        devices: fully free ones of a node are alike, so which ones cannot matter)."""
+        devices: fully free ones of a node are alike, so which cannot matter)."""
         fit = device_fits(container, d.mem_free, d.cores_free, d.slots_free, d, None)
         chosen = fit & (np.cumsum(fit, axis=1) <= container.count)
-        free = taken(container, d, chosen)
-        return ClassStats.of(d, shapes, free).fragmentation(shapes, cpu_after)
+        after = ClassStats.of(d, shapes, taken(container, d, chosen))
+        return after.fragmentation(shapes, cpu_after)
 
     def _exact_after(
         self,
@@ -169,11 +178,10 @@ class Fragmentation:
         d = Devices.of_state(state)
         stats = ClassStats.of(d, shapes)
         cpu_after = _cpu_after(d.cpu, state.pod_cpu_milli)
-        after = one_device_after(d, shapes, stats, container, cpu_after)[0]
-        if self.quantize:
-            before = stats.fragmentation(shapes, d.cpu)
-            after = -paper_score(before[0] - after)
-        key = np.where(np.isnan(after), np.inf, after).tolist()
+        after = one_device_after(d, shapes, stats, container, cpu_after)
+        before = stats.fragmentation(shapes, d.cpu)
+        score = self._combine(before[:, None] - after)
+        key = np.where(np.isnan(score[0]), np.inf, -score[0]).tolist()
         return sorted(candidates, key=lambda s: (key[s], state.devices[s].index))
 
 

@@ -26,7 +26,7 @@ def label_value(labels: Mapping[str, str], key: str) -> tuple[float, str]:
         return float("nan"), f"label {key} missing"
     try:
         return float(int(str(raw).strip())), ""
-    except ValueError:
+    except (ValueError, OverflowError):  # OverflowError: too large for a float
         return float("nan"), f"label {key}={raw!r} is not an integer"
 
 

@@ -45,7 +45,8 @@ class Planner:
         self.index = index
         self.registry = registry or PolicyRegistry()
         self.config = config or PlannerConfig()
-        for name in (self.config.node_policy, self.config.device_policy):
+        names = (self.config.node_policy, self.config.device_policy, self.config.fallback_policy)
+        for name in filter(None, names):
             self.registry.get(name)  # fail at start-up on a bad name, not at the first pod
 
     # ----------------------------------------------------------------- policies

@@ -41,6 +41,20 @@ class NodeView:
     resource_version: str = ""
 
 
+@dataclass(frozen=True, slots=True)
+class NodeRef:
+    """A Node object known by name and resourceVersion; ``load`` reads the rest.
+
+    kube-scheduler resends every Node object with every request in non-cache mode;
+    reading labels and annotations only when the resourceVersion changed keeps that
+    mode's cost near the cost of finding the names.
+    """
+
+    name: str
+    resource_version: str
+    load: Callable[[], NodeView]
+
+
 def with_split_count(devices: Iterable[Device], split_count: int) -> tuple[Device, ...]:
     """Devices whose registration omits ``count`` (Go's omitempty of 0) get the default."""
     return tuple(d if d.count > 0 else dataclasses.replace(d, count=split_count) for d in devices)
@@ -191,7 +205,7 @@ class InventoryService:
         self._seen.pop(name, None)
         return removed
 
-    def observe(self, views: Iterable[NodeView]) -> int:
+    def observe(self, views: Iterable[NodeView | NodeRef]) -> int:
         """Apply the inventory of Node objects that changed since last seen.
 
         Returns how many nodes were updated. A node whose inventory cannot be written
@@ -199,10 +213,11 @@ class InventoryService:
         node must not fail a scheduling request.
         """
         updated = 0
-        for view in views:
-            seen = self._seen.get(view.name)
-            if seen is not None and view.resource_version and seen[0] == view.resource_version:
+        for item in views:
+            seen = self._seen.get(item.name)
+            if seen is not None and item.resource_version and seen[0] == item.resource_version:
                 continue
+            view = item.load() if isinstance(item, NodeRef) else item
             signature = self._signature(view)
             if seen is not None and seen[1] == signature:
                 self._seen[view.name] = (view.resource_version, signature)
@@ -219,14 +234,25 @@ class InventoryService:
             if inventory is None or inventory == previous:
                 self._seen[view.name] = (view.resource_version, signature)
                 continue
-            try:
-                self.register([inventory], source="annotation")
-            except (store.StoreError, AllocationError) as exc:
-                logger.warning("inventory of node %s not applied: %s", view.name, exc)
+            if not self._register_one(inventory):
                 continue
             self._seen[view.name] = (view.resource_version, signature)
             updated += 1
         return updated
+
+    def _register_one(self, inventory: NodeInventory, *, attempts: int = 2) -> bool:
+        """Register one node; a second try covers another replica inserting the same new
+        node at the same moment (the loser's insert hits the unique name)."""
+        for attempt in range(attempts):
+            try:
+                self.register([inventory], source="annotation")
+                return True
+            except (store.StoreError, AllocationError) as exc:
+                final = attempt + 1 == attempts or type(exc) is not store.StoreError
+                if final:
+                    logger.warning("inventory of node %s not applied: %s", inventory.name, exc)
+                    return False
+        return False
 
     def forget(self, name: str) -> None:
         """Make the next Node object of ``name`` apply even if unchanged."""
@@ -239,3 +265,32 @@ class InventoryService:
             view.annotations.get(vendor.cordon_annotation),
             tuple(sorted(view.labels.items())),
         )
+
+
+@dataclass(frozen=True, slots=True)
+class NodeSummary:
+    """What the admin API shows of one node."""
+
+    name: str
+    devices: int
+    healthy: int
+    pods: int
+    problem: str
+    labels: Mapping[str, str]
+
+
+def summarize(cluster: ClusterState) -> list[NodeSummary]:
+    """Every node of the index, by name."""
+    with cluster.lock:
+        index = cluster.index
+        return [
+            NodeSummary(
+                name=name,
+                devices=len(index.inventory(name).devices),
+                healthy=sum(d.healthy for d in index.inventory(name).devices),
+                pods=len(index.pods_on(name)),
+                problem=index.inventory(name).problem,
+                labels=dict(index.inventory(name).labels),
+            )
+            for name in sorted(index.node_names())
+        ]

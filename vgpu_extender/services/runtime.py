@@ -36,7 +36,8 @@ def connect_kube(settings: Settings) -> KubeClient | None:
     """The cluster this process talks to, or None (standalone) when there is none."""
     if settings.standalone:
         return None
-    from vgpu_extender.kube.real import RealKubeClient, load_configuration
+    from vgpu_extender.kube.config import load_configuration
+    from vgpu_extender.kube.real import RealKubeClient
 
     kubeconfig = str(settings.kubeconfig) if settings.kubeconfig is not None else None
     configuration = load_configuration(kubeconfig=kubeconfig)

@@ -12,15 +12,26 @@ from collections.abc import Mapping, Sequence
 from dataclasses import dataclass, field
 from typing import Any
 
+import numpy as np
+
 from vgpu_extender.domain import PodAssignment, PodRequest, Rejection, RequestError
+from vgpu_extender.engine import to_extender_scores
 from vgpu_extender.services.cluster import ClusterState
-from vgpu_extender.services.inventory import InventoryService, NodeView
+from vgpu_extender.services.inventory import InventoryService, NodeRef, NodeView
 from vgpu_extender.services.pod_cache import PodCache
 
 logger = logging.getLogger(__name__)
 
 #: The reason given, in decisive mode, to feasible nodes that were not chosen.
 NOT_CHOSEN = "another node fits better (decisive mode)"
+
+
+@dataclass(frozen=True, slots=True)
+class Priorities:
+    """Integer scores 0..10, one per host, in the order of the request."""
+
+    hosts: Sequence[str]
+    scores: list[int]
 
 
 @dataclass(slots=True)
@@ -60,7 +71,7 @@ class SchedulingService:
             self._pods.put(request)
         return request
 
-    def observe_nodes(self, nodes: Sequence[NodeView] | None) -> None:
+    def observe_nodes(self, nodes: Sequence[NodeView | NodeRef] | None) -> None:
         """Node objects (``nodeCacheCapable: false``) are a source of inventory too."""
         if nodes:
             self._inventory.observe(nodes)
@@ -70,7 +81,7 @@ class SchedulingService:
         pod: Mapping[str, Any],
         candidates: Sequence[str],
         *,
-        nodes: Sequence[NodeView] | None = None,
+        nodes: Sequence[NodeView | NodeRef] | None = None,
     ) -> FilterOutcome:
         self.observe_nodes(nodes)
         try:
@@ -90,7 +101,7 @@ class SchedulingService:
         pod: Mapping[str, Any],
         candidates: Sequence[str],
         *,
-        nodes: Sequence[NodeView] | None = None,
+        nodes: Sequence[NodeView | NodeRef] | None = None,
     ) -> FilterOutcome:
         """Decisive mode: only the best node survives (HAMi's and the seed's behaviour)."""
         self.observe_nodes(nodes)
@@ -120,18 +131,29 @@ class SchedulingService:
         pod: Mapping[str, Any],
         candidates: Sequence[str],
         *,
-        nodes: Sequence[NodeView] | None = None,
-    ) -> list[tuple[str, int]]:
-        """Scores 0..10 in input order. An unreadable pod scores nothing (logged): the
-        scheduler ignores prioritize errors anyway."""
+        nodes: Sequence[NodeView | NodeRef] | None = None,
+    ) -> Priorities:
+        """Scores 0..10 in input order (unknown nodes 0). An unreadable pod scores
+        nothing (logged): the scheduler ignores prioritize errors anyway.
+
+        The planner's raw scores are scaled here into one int vector rather than
+        through ``Planner.prioritize``'s (name, score) pairs: at 5,000 nodes the pairs
+        cost more than the scoring itself, and the wire wants two columns anyway.
+        """
         self.observe_nodes(nodes)
         try:
             request = self.parse(pod)
         except RequestError as exc:
             logger.warning("prioritize: pod %s: %s", _pod_name(pod), exc)
-            return []
+            return Priorities((), [])
+        planner = self._cluster.planner
+        scores = np.zeros(len(candidates), dtype=np.int64)
         with self._cluster.lock:
-            return self._cluster.planner.prioritize(request, candidates)
+            rows = planner.index.rows_of(candidates)
+            known = rows >= 0
+            if known.any():
+                scores[known] = to_extender_scores(planner.scores(request, rows[known]))
+        return Priorities(candidates, scores.tolist())
 
     def choose(self, request: PodRequest, node: str) -> PodAssignment | Rejection:
         with self._cluster.lock:

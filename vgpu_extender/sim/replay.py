@@ -61,10 +61,14 @@ class Workload:
 
     def typical_pods(self) -> tuple[WeightedShape, ...]:
         """The paper's typical pods: shapes of the original trace covering 95 % of it."""
+        import os
+
+        gw = float(os.environ.get("FGD_GPUW", "0"))
         counts: dict[TypicalPod, float] = {}
         for pod in self.pods:
             shape = typical_pod(pod)
-            counts[shape] = counts.get(shape, 0.0) + 1.0
+            wt = 1.0 + (pod.num_gpu * gw if pod.gpu_milli == 1000 else 0.0)
+            counts[shape] = counts.get(shape, 0.0) + wt
         return top_shapes(counts)
 
 
@@ -143,10 +147,13 @@ def replay(
     *,
     typical: str | Sequence[WeightedShape] = "trace",
     on_arrival: Callable[[int], None] | None = None,
+    planner: Planner | None = None,
 ) -> ReplayResult:
-    """Place every arrival in order; the counters after each one make the curves."""
+    """Place every arrival in order; the counters after each one make the curves.
+    ``planner`` (from ``make_planner``) lets a caller look at the cluster afterwards."""
     started = time.perf_counter()
-    planner = make_planner(workload, policy, typical=typical)
+    if planner is None:
+        planner = make_planner(workload, policy, typical=typical)
     learner = planner.registry.get(policy)
     names = [n.name for n in workload.nodes_by_rank()]
     result = ReplayResult(policy, workload.gpus)

@@ -2,7 +2,8 @@
 
 filter and prioritize with names (``nodeCacheCapable: true``) are pure in-memory work
 of about a millisecond and run on the event loop; with Node objects they may write
-inventory to the store, and bind always writes, so those run in the thread pool.
+inventory to the store, bind always writes, and preempt searches per candidate node,
+so those run in the thread pool.
 """
 
 # No ``from __future__ import annotations``: FastAPI reads these signatures at runtime.
@@ -75,7 +76,8 @@ async def preempt(request: Request, runtime: RuntimeDep) -> Response:
     """Per candidate node, the fewest victims whose devices make the pod fit."""
     body = await read_body(request, runtime, "preempt")
     args = wire.decode_preempt(body)
-    outcome = runtime.preemption.preempt(args.pod, args.candidates)
+    # One scratch index per candidate node: off the event loop.
+    outcome = await run_in_threadpool(runtime.preemption.preempt, args.pod, args.candidates)
     return ok(wire.encode_preempt(outcome))
 
 

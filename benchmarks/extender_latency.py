@@ -1,0 +1,259 @@
+"""filter and prioritize end to end over HTTP, next to the decode-only floor (``/noop``).
+
+For 100, 1,000 and 5,000 nodes of 8 GPUs, half allocated (``engine_fit``'s cluster),
+in both ``nodeCacheCapable`` modes (``names``: NodeNames; ``nodes``: full Node objects
+carrying the inventory annotation), it times:
+
+- ``filter``, ``prioritize`` and ``noop`` over real HTTP: the extender serves in this
+  process (uvicorn in a thread, standalone, SQLite), and a separate client process sends
+  the requests one at a time on a keep-alive connection, so the client never competes
+  with the server for the GIL;
+- ``filter+prioritize (server)``: the same two requests handled in-process, decode to
+  encoded answer, without HTTP: the server-side cost the design budgets (~1 ms at 5,000
+  nodes, names mode).
+
+Run: ``python -m benchmarks.extender_latency [--json PATH] [--quick]``.
+"""
+
+from __future__ import annotations
+
+import http.client
+import json
+import subprocess
+import sys
+import tempfile
+import threading
+import time
+from collections.abc import Sequence
+from pathlib import Path
+from typing import Any
+
+import msgspec
+
+from benchmarks.common import measure, median, parse_args, percentile, print_table, write_json
+from benchmarks.engine_fit import GPUS, build_cluster
+
+SIZES = (100, 1_000, 5_000)
+JSON_HEADERS = {"Content-Type": "application/json"}
+POD: dict[str, Any] = {
+    "metadata": {"name": "bench", "namespace": "default", "uid": "bench-uid"},
+    "spec": {
+        "containers": [
+            {
+                "name": "main",
+                "resources": {
+                    "limits": {"nvidia.com/gpu": "1", "nvidia.com/gpumem": "10k"},
+                    "requests": {"nvidia.com/gpu": "1", "nvidia.com/gpumem": "10k"},
+                },
+            }
+        ],
+        "priority": 0,
+    },
+    "status": {"phase": "Pending"},
+}
+
+
+def node_object(name: str, register: str) -> dict[str, Any]:
+    """A Node roughly as kube-scheduler sends it (labels, annotations, status)."""
+    return {
+        "metadata": {
+            "name": name,
+            "uid": f"uid-{name}",
+            "resourceVersion": "1",
+            "labels": {
+                "kubernetes.io/hostname": name,
+                "kubernetes.io/os": "linux",
+                "gpu": "on",
+                "priority.lixueduan.com": str(len(name) % 30),
+            },
+            "annotations": {"hami.io/node-nvidia-register": register},
+        },
+        "spec": {"podCIDR": "10.244.0.0/24"},
+        "status": {
+            "capacity": {"cpu": "96", "memory": "1056525036Ki", "nvidia.com/gpu": "80"},
+            "allocatable": {"cpu": "96", "memory": "1056422636Ki", "nvidia.com/gpu": "80"},
+            "conditions": [{"type": "Ready", "status": "True", "reason": "KubeletReady"}],
+            "addresses": [{"type": "InternalIP", "address": "10.0.0.1"}],
+            "daemonEndpoints": {"kubeletEndpoint": {"Port": 10250}},
+        },
+    }
+
+
+def bodies(nodes: int) -> tuple[dict[str, bytes], Any]:
+    """Request bodies per mode, and the cluster they describe."""
+    from vgpu_extender.vendors import create_vendor
+
+    cluster = build_cluster(nodes)
+    vendor = create_vendor("nvidia")
+    names = cluster.names
+    objects = [
+        node_object(n, vendor.encode_inventory(cluster.index.inventory(n).devices)) for n in names
+    ]
+    return {
+        "names": msgspec.json.encode({"Pod": POD, "Nodes": None, "NodeNames": names}),
+        "nodes": msgspec.json.encode(
+            {"Pod": POD, "Nodes": {"metadata": {}, "items": objects}, "NodeNames": None}
+        ),
+    }, cluster
+
+
+# ------------------------------------------------------------------------------ client
+def client_main() -> int:
+    """The client process: ``{"port", "cases": [[path, body_file, repeat]]}`` on stdin,
+    milliseconds per case on stdout."""
+    spec = json.load(sys.stdin)
+    connection = http.client.HTTPConnection("127.0.0.1", spec["port"])
+    out = []
+    for path, body_file, repeat in spec["cases"]:
+        body = Path(body_file).read_bytes()
+
+        def send(_i: int, path: str = path, body: bytes = body) -> None:
+            connection.request("POST", path, body=body, headers=JSON_HEADERS)
+            response = connection.getresponse()
+            response.read()
+            if response.status != 200:
+                raise RuntimeError(f"{path}: HTTP {response.status}")
+
+        out.append(measure(send, repeat=repeat, warmup=3, budget_s=30.0))
+    json.dump(out, sys.stdout)
+    return 0
+
+
+# ------------------------------------------------------------------------------ server
+def populate(runtime: Any, cluster: Any) -> None:
+    """Copy the benchmark cluster into the running extender's index (the store is not
+    what is measured, so it is skipped)."""
+    with runtime.cluster.lock:
+        index = runtime.cluster.index
+        for name in cluster.names:
+            index.upsert_node(cluster.index.inventory(name))
+        for allocation in cluster.index.allocations():
+            index.apply(allocation.pod_uid, allocation.assignment, check=False)
+
+
+def server_side(runtime: Any, body: bytes, *, repeat: int) -> list[float]:
+    from vgpu_extender.api import wire
+
+    scheduling = runtime.scheduling
+
+    def cycle(_i: int) -> None:
+        args = wire.decode_args(body)
+        wire.encode_filter(args, scheduling.filter(args.pod, args.names, nodes=args.nodes))
+        args = wire.decode_args(body)
+        wire.encode_priorities(scheduling.prioritize(args.pod, args.names, nodes=args.nodes))
+
+    return measure(cycle, repeat=repeat, warmup=3, budget_s=30.0)
+
+
+class Server:
+    """The extender under uvicorn in a thread, standalone, on a free loopback port."""
+
+    def __init__(self, folder: Path) -> None:
+        import uvicorn
+
+        from vgpu_extender.api import create_app
+        from vgpu_extender.settings import Settings
+
+        settings = Settings(database_url=f"sqlite:///{folder / 'bench.db'}", kube_mode="off")
+        self.app = create_app(settings)
+        config = uvicorn.Config(self.app, host="127.0.0.1", port=0, log_level="warning")
+        self.server = uvicorn.Server(config)
+        self.thread = threading.Thread(target=self.server.run, daemon=True)
+        self.thread.start()
+        while not self.server.started:
+            if not self.thread.is_alive():
+                raise RuntimeError("the extender did not start")
+            time.sleep(0.01)
+        self.port: int = self.server.servers[0].sockets[0].getsockname()[1]
+        self.runtime = self.app.state.runtime
+
+    def post(self, path: str, body: bytes) -> None:
+        connection = http.client.HTTPConnection("127.0.0.1", self.port)
+        connection.request("POST", path, body=body, headers={"Content-Type": "application/json"})
+        connection.getresponse().read()
+        connection.close()
+
+    def stop(self) -> None:
+        self.server.should_exit = True
+        self.thread.join()
+
+
+def run(sizes: Sequence[int], *, quick: bool) -> list[dict[str, Any]]:
+    results: list[dict[str, Any]] = []
+    for nodes in sizes:
+        payloads, cluster = bodies(nodes)
+        with tempfile.TemporaryDirectory() as tmp:
+            folder = Path(tmp)
+            running = Server(folder)
+            try:
+                populate(running.runtime, cluster)
+                port = running.port
+                cases = []
+                for mode, body in payloads.items():
+                    body_file = folder / f"{mode}.json"
+                    body_file.write_bytes(body)
+                    big = mode == "nodes" and nodes >= 1_000
+                    repeat = 5 if quick else (30 if big else 300)
+                    # The first nodes-mode request registers the inventory: warm it up here.
+                    running.post("/filter", body)
+                    for path in ("/filter", "/prioritize", "/noop"):
+                        cases.append((mode, path, str(body_file), repeat))
+                    results.append(
+                        summary(
+                            "filter+prioritize (server)",
+                            nodes,
+                            mode,
+                            server_side(running.runtime, body, repeat=repeat),
+                        )
+                    )
+                spec = {"port": port, "cases": [[p, f, r] for _m, p, f, r in cases]}
+                done = subprocess.run(
+                    [sys.executable, "-m", "benchmarks.extender_latency", "--client"],
+                    input=json.dumps(spec).encode(),
+                    capture_output=True,
+                    check=True,
+                )
+                for (mode, path, _f, _r), samples in zip(
+                    cases, json.loads(done.stdout), strict=True
+                ):
+                    results.append(summary(path.lstrip("/") + " (http)", nodes, mode, samples))
+            finally:
+                running.stop()
+    return results
+
+
+def summary(case: str, nodes: int, mode: str, samples: list[float]) -> dict[str, Any]:
+    return {
+        "case": case,
+        "nodes": nodes,
+        "gpus_per_node": GPUS,
+        "mode": mode,
+        "samples": len(samples),
+        "median_ms": round(median(samples), 4),
+        "p99_ms": round(percentile(samples, 99.0), 4),
+    }
+
+
+def main(argv: Sequence[str] | None = None) -> int:
+    argv = list(sys.argv[1:] if argv is None else argv)
+    if "--client" in argv:
+        return client_main()
+    options = parse_args(__doc__ or "", argv)
+    started = time.perf_counter()
+    results = run(SIZES[:2] if options.quick else SIZES, quick=options.quick)
+    rows = [
+        (r["case"], r["mode"], r["nodes"], r["median_ms"], r["p99_ms"], r["samples"])
+        for r in sorted(results, key=lambda r: (r["mode"], r["nodes"], r["case"]))
+    ]
+    print_table(
+        f"extender latency, {GPUS} GPUs per node, half allocated "
+        f"({time.perf_counter() - started:.0f} s)",
+        ("case", "mode", "nodes", "median ms", "p99 ms", "samples"),
+        rows,
+    )
+    write_json(options.json, "extender_latency", results)
+    return 0
+
+
+if __name__ == "__main__":
+    raise SystemExit(main())

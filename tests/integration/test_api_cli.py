@@ -1,0 +1,42 @@
+"""The command line: settings errors name the field; migrate brings the schema up."""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+import pytest
+from typer.testing import CliRunner
+
+from vgpu_extender import store
+from vgpu_extender.cli import app
+
+
+@pytest.mark.parametrize(
+    ("argv", "message"),
+    [
+        (["serve", "--node-policy", "nope"], "node_policy"),
+        (["serve", "--port", "70000"], "port"),
+        (["serve", "--inventory", "/does/not/exist.yaml"], "inventory_file"),
+        (["migrate", "--database-url", "mysql://x/y"], "database_url"),
+        (["serve", "--database-url", "mysql://x/y"], "unsupported database driver"),
+    ],
+    ids=[
+        "unknown-policy",
+        "port-range",
+        "missing-inventory",
+        "migrate-bad-driver",
+        "serve-bad-driver",
+    ],
+)
+def test_bad_settings_exit_with_the_field_named(argv: list[str], message: str) -> None:
+    result = CliRunner().invoke(app, argv)
+    assert result.exit_code != 0
+    assert message in result.output
+
+
+def test_migrate_creates_the_schema(tmp_path: Path) -> None:
+    url = f"sqlite:///{tmp_path / 'cli.db'}"
+    result = CliRunner().invoke(app, ["migrate", "--database-url", url])
+    assert result.exit_code == 0, result.output
+    assert store.schema_revision(url) == store.head_revision()
+    assert store.head_revision() in result.output

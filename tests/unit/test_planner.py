@@ -1,0 +1,180 @@
+"""The planner: filter, prioritize, choose and decide, through the configured policies."""
+
+from __future__ import annotations
+
+import pytest
+
+from tests.support.builders import (
+    make_container,
+    make_index,
+    make_node,
+    make_request,
+    slot_indices,
+    use,
+)
+from vgpu_extender.domain import PodAssignment, PodRequest, Reason, Rejection
+from vgpu_extender.engine import ClusterIndex, FitResult
+from vgpu_extender.policies import Planner, PlannerConfig, UnknownPolicyError
+from vgpu_extender.policies.label_priority import DEFAULT_LABEL
+
+
+def cluster() -> ClusterIndex:
+    """Three 2-GPU nodes: ``full`` mostly used, ``half`` half used, ``idle`` empty."""
+    index = make_index(
+        make_node("full", 2, labels={DEFAULT_LABEL: "1"}),
+        make_node("half", 2, labels={DEFAULT_LABEL: "50"}),
+        make_node("idle", 2, labels={DEFAULT_LABEL: "100"}),
+    )
+    use(index, "f", "full", [(0, 6144, 60), (1, 6144, 60)])
+    use(index, "h", "half", [(0, 8192, 100)])
+    return index
+
+
+NAMES = ["full", "half", "idle"]
+
+# Node scores (HAMi's formula, before this pod), 2 devices of 8192 MiB, 10 slots, 100 cores:
+# full: 10 * (2/20 + 120/200 + 12288/16384) = 14.5
+# half: 10 * (1/20 + 100/200 + 8192/16384) = 10.5
+# idle: 0
+# binpack scales 0, 10.5, 14.5 -> idle 0, half 10.5/14.5*10 = 7.24 -> 7, full 10.
+PRIORITIES = [
+    pytest.param(PlannerConfig(), make_request(1, mem=100), [10, 7, 0], id="binpack"),
+    pytest.param(
+        PlannerConfig(node_policy="spread"), make_request(1, mem=100), [0, 3, 10], id="spread"
+    ),
+    pytest.param(
+        PlannerConfig(),
+        make_request(1, mem=100, node_policy="spread"),
+        [0, 3, 10],
+        id="pod-overrides-node-policy",
+    ),
+    pytest.param(
+        PlannerConfig(node_policy="label-priority"),
+        make_request(1, mem=100),
+        # Labels 1, 50, 100: (50-1)/99*10 = 4.9 -> 5.
+        [0, 5, 10],
+        id="label-priority",
+    ),
+    pytest.param(
+        PlannerConfig(),
+        make_request(0),
+        # No managed device: only the fallback (label-priority) can tell nodes apart.
+        [0, 5, 10],
+        id="unmanaged-pod-uses-fallback",
+    ),
+]
+
+
+@pytest.mark.parametrize(("config", "request_", "expected"), PRIORITIES)
+def test_prioritize(config: PlannerConfig, request_: PodRequest, expected: list[int]) -> None:
+    planner = Planner(cluster(), config=config)
+    assert planner.prioritize(request_, NAMES) == list(zip(NAMES, expected, strict=True))
+
+
+def test_prioritize_keeps_input_order_and_scores_unknown_nodes_zero() -> None:
+    planner = Planner(cluster())
+    got = planner.prioritize(make_request(1, mem=100), ["idle", "ghost", "full"])
+    assert got == [("idle", 0), ("ghost", 0), ("full", 10)]
+    assert planner.prioritize(make_request(1), []) == []
+
+
+FALLBACK = [
+    pytest.param(PlannerConfig(), [0, 5, 10], id="label-breaks-the-tie"),
+    pytest.param(PlannerConfig(fallback_policy=""), [10, 10, 10], id="no-fallback"),
+]
+
+
+@pytest.mark.parametrize(("config", "expected"), FALLBACK)
+def test_fallback_when_the_node_policy_is_flat(config: PlannerConfig, expected: list[int]) -> None:
+    index = make_index(
+        *(make_node(n, 1, labels={DEFAULT_LABEL: v}) for n, v in zip(NAMES, "159", strict=True))
+    )
+    planner = Planner(index, config=config)
+    got = planner.prioritize(make_request(1, mem=100), NAMES)
+    assert [score for _, score in got] == expected
+
+
+def test_bad_policy_names_fail_at_start() -> None:
+    index = make_index()
+    for config in (
+        PlannerConfig(node_policy="nope"),
+        PlannerConfig(device_policy="nope"),
+        PlannerConfig(fallback_policy="nope"),
+    ):
+        with pytest.raises(UnknownPolicyError, match="unknown policy 'nope'"):
+            Planner(index, config=config)
+
+
+def test_filter_explains_and_confirms_multi_container_pods() -> None:
+    planner = Planner(cluster())
+    request = make_request(
+        containers=[
+            make_container(1, mem=4000, cores=40, name="a"),
+            make_container(1, mem=4000, cores=40, name="b"),
+        ]
+    )
+    result = planner.filter(request, [*NAMES, "ghost"])
+    # full: 2048 MiB left per device; half: one device free for a, but b needs 4000 more
+    # MiB on it (8192 - 4000 = 4192 >= 4000 fits), so half fits; idle fits.
+    assert result.feasible == ["half", "idle"]
+    assert result.rejections["full"].reason is Reason.MEMORY
+    assert result.rejections["ghost"] == Rejection(Reason.UNKNOWN_NODE, unresolvable=True)
+
+
+def test_filter_require_label() -> None:
+    index = make_index(
+        make_node("good", 1, labels={DEFAULT_LABEL: "3"}),
+        make_node("bare", 1),
+        make_node("bad", 1, labels={DEFAULT_LABEL: "x"}),
+        make_node("tiny", 1, mem=100),
+    )
+    planner = Planner(index, config=PlannerConfig(require_label=True))
+    result = planner.filter(make_request(1, mem=1000), ["good", "bare", "bad", "tiny"])
+    assert result.feasible == ["good"]
+    assert result.rows.tolist() == [index.row_of("good")]
+    assert {n: r.message() for n, r in result.rejections.items()} == {
+        "bare": f"missing priority label: label {DEFAULT_LABEL} missing",
+        "bad": f"missing priority label: label {DEFAULT_LABEL}='x' is not an integer",
+        # The device reason wins where the node does not fit anyway.
+        "tiny": "insufficient gpumem: need 1000 MiB, best free 100 MiB",
+    }
+    assert all(r.unresolvable for r in result.rejections.values())
+
+
+def test_best_takes_the_top_node_and_devices_by_the_device_policy() -> None:
+    planner = Planner(cluster())
+    decided = planner.best(make_request(1, mem=1000, cores=10), NAMES)
+    assert isinstance(decided, tuple)
+    node, assignment = decided
+    # binpack picks the fullest node that fits; spread picks its emptier device... both
+    # devices of "full" hold the same, so the lower index wins.
+    assert node == "full"
+    assert slot_indices(assignment) == [[0]]
+
+
+def test_best_with_per_pod_device_policy() -> None:
+    index = make_index(make_node("a", 3))
+    use(index, "p", "a", [(1, 4000, 40)])
+    planner = Planner(index)
+    spread_pick = planner.best(make_request(1, mem=100), ["a"])
+    binpack_pick = planner.best(make_request(1, mem=100, device_policy="binpack"), ["a"])
+    assert isinstance(spread_pick, tuple) and isinstance(binpack_pick, tuple)
+    assert slot_indices(spread_pick[1]) == [[0]]
+    assert slot_indices(binpack_pick[1]) == [[1]]
+    chosen = planner.choose(make_request(1, mem=100, device_policy="binpack"), "a")
+    assert isinstance(chosen, PodAssignment)
+    assert slot_indices(chosen) == [[1]]
+
+
+def test_best_explains_when_nothing_fits() -> None:
+    planner = Planner(cluster())
+    decided = planner.best(make_request(3, mem=100), NAMES)
+    assert isinstance(decided, FitResult)
+    assert decided.feasible == []
+    assert {r.message() for r in decided.rejections.values()} == {"not enough gpus: need 3, have 2"}
+
+
+def test_scores_of_one_node_skip_the_fallback() -> None:
+    planner = Planner(cluster())
+    rows = planner.index.rows_of(["idle"])
+    assert planner.scores(make_request(1, mem=100), rows).tolist() == [0.0]

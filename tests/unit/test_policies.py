@@ -1,0 +1,352 @@
+"""Placement policies: HAMi's usage formulas, label-priority, the registry, and the
+contract every registered policy keeps."""
+
+from __future__ import annotations
+
+import math
+from collections.abc import Sequence
+
+import numpy as np
+import pytest
+
+from tests.support.builders import (
+    make_container,
+    make_index,
+    make_node,
+    make_request,
+    use,
+)
+from vgpu_extender.domain import ContainerRequest, NodeInventory, PodAssignment, PodRequest
+from vgpu_extender.engine import ClusterIndex, NodeState, fit, to_extender_scores
+from vgpu_extender.policies import (
+    BUILTIN,
+    Planner,
+    PlannerConfig,
+    Policy,
+    PolicyOptions,
+    PolicyRegistry,
+    UnknownPolicyError,
+)
+from vgpu_extender.policies.label_priority import DEFAULT_LABEL, LabelPriority, label_value
+from vgpu_extender.policies.usage import (
+    DeviceWeights,
+    binpack,
+    device_usage_score,
+    node_usage_score,
+    spread,
+)
+
+Grant = tuple[int, int, int]
+
+# ----------------------------------------------------------------- binpack and spread
+
+NODE_SCORES = [
+    pytest.param([], 0.0, id="empty"),
+    pytest.param(
+        [[(0, 2048, 50)]],
+        # 10 * (1/20 slots + 50/200 cores + 2048/16384 MiB) = 10 * 0.425
+        4.25,
+        id="one-share",
+    ),
+    pytest.param(
+        [[(0, 8192, 100)], [(1, 8192, 100)]],
+        # 10 * (2/20 + 200/200 + 16384/16384) = 21
+        21.0,
+        id="full",
+    ),
+    pytest.param(
+        [[(0, 1024, 10), (1, 1024, 10)], [(0, 3072, 30)]],
+        # 10 * (3/20 + 50/200 + 5120/16384) = 10 * 0.7125
+        7.125,
+        id="two-pods",
+    ),
+]
+
+
+@pytest.mark.parametrize(("held", "expected"), NODE_SCORES)
+def test_node_usage_score(held: list[list[Grant]], expected: float) -> None:
+    index = make_index(make_node("a", 2), make_node("idle", 2))
+    for i, containers in enumerate(held):
+        use(index, f"p{i}", "a", containers)
+    rows = index.rows_of(["a", "idle"])
+    assert node_usage_score(index, rows).tolist() == pytest.approx([expected, 0.0])
+    request = make_request(1, mem=1)
+    assert binpack().score_nodes(index, request, rows).tolist() == pytest.approx([expected, 0])
+    assert spread().score_nodes(index, request, rows).tolist() == pytest.approx([-expected, 0])
+
+
+def test_node_usage_score_of_a_node_without_devices() -> None:
+    index = make_index(make_node("bare", 0))
+    assert node_usage_score(index, index.rows_of(["bare"])).tolist() == [0.0]
+
+
+DEVICE_SCORES = [
+    pytest.param(
+        make_container(1, mem=1000, cores=10),
+        DeviceWeights(),
+        # 10 * ((1+1)/10 + (10+20)/100 + (1000+2000)/8192)
+        10 * (0.2 + 0.3 + 3000 / 8192),
+        id="default-weights",
+    ),
+    pytest.param(
+        make_container(1, mem=1000, cores=10),
+        DeviceWeights(slot=1, core=1, memory=3),
+        10 * (0.2 + 0.3 + 3 * 3000 / 8192),
+        id="memory-weighted",
+    ),
+    pytest.param(
+        make_container(1, pct=50, cores=0),
+        DeviceWeights(),
+        # 50 % of 8192 = 4096: 10 * (2/10 + 20/100 + (4096+2000)/8192)
+        10 * (0.2 + 0.2 + 6096 / 8192),
+        id="percent-memory",
+    ),
+]
+
+
+@pytest.mark.parametrize(("container", "weights", "expected"), DEVICE_SCORES)
+def test_device_usage_score(
+    container: ContainerRequest, weights: DeviceWeights, expected: float
+) -> None:
+    index = make_index(make_node("a", 1))
+    use(index, "p", "a", [(0, 2000, 20)])
+    state = NodeState.of(index, index.row_of("a") or 0)
+    assert device_usage_score(state, 0, container, weights) == pytest.approx(expected)
+
+
+def ranked_state() -> NodeState:
+    """Four devices: 0 and 2 idle, 1 lightly used, 3 heavily used."""
+    index = make_index(make_node("a", 4))
+    use(index, "p1", "a", [(1, 1000, 10)])
+    use(index, "p3", "a", [(3, 6000, 60)])
+    return NodeState.of(index, index.row_of("a") or 0)
+
+
+RANKINGS = [
+    pytest.param(spread(), [0, 1, 2, 3], [0, 2, 1, 3], id="spread-emptiest-first"),
+    pytest.param(binpack(), [0, 1, 2, 3], [3, 1, 0, 2], id="binpack-fullest-first"),
+    pytest.param(spread(), [3, 2], [2, 3], id="spread-subset"),
+    pytest.param(binpack(), [2, 0], [0, 2], id="ties-by-index"),
+]
+
+
+@pytest.mark.parametrize(("policy", "candidates", "expected"), RANKINGS)
+def test_usage_rank_devices(policy: Policy, candidates: list[int], expected: list[int]) -> None:
+    share = make_container(1, mem=500, cores=5)
+    assert policy.rank_devices(ranked_state(), share, candidates) == expected
+
+
+def test_device_weights_come_from_options() -> None:
+    # Memory alone: device 1 (1000 MiB used) is fuller than device 0 (10 cores used only).
+    index = make_index(make_node("a", 2))
+    use(index, "p0", "a", [(0, 0, 90)])
+    use(index, "p1", "a", [(1, 1000, 0)])
+    state = NodeState.of(index, index.row_of("a") or 0)
+    share = make_container(1, mem=100, cores=1)
+    memory_only = PolicyRegistry(PolicyOptions(device_weights=DeviceWeights(0, 0, 1)))
+    assert memory_only.get("binpack").rank_devices(state, share, [0, 1]) == [1, 0]
+    cores_only = PolicyRegistry(PolicyOptions(device_weights=DeviceWeights(0, 1, 0)))
+    assert cores_only.get("binpack").rank_devices(state, share, [0, 1]) == [0, 1]
+
+
+# ----------------------------------------------------------------- label-priority
+
+LABELS = [
+    pytest.param({DEFAULT_LABEL: "20"}, 20.0, "", id="integer"),
+    pytest.param({DEFAULT_LABEL: " -3 "}, -3.0, "", id="negative-with-spaces"),
+    pytest.param({}, math.nan, f"label {DEFAULT_LABEL} missing", id="missing"),
+    pytest.param(
+        {DEFAULT_LABEL: "high"},
+        math.nan,
+        f"label {DEFAULT_LABEL}='high' is not an integer",
+        id="not-a-number",
+    ),
+    pytest.param(
+        {DEFAULT_LABEL: "1.5"},
+        math.nan,
+        f"label {DEFAULT_LABEL}='1.5' is not an integer",
+        id="fraction",
+    ),
+    pytest.param(
+        {DEFAULT_LABEL: ""}, math.nan, f"label {DEFAULT_LABEL}='' is not an integer", id="empty"
+    ),
+    pytest.param(
+        {DEFAULT_LABEL: "9" * 400},
+        math.nan,
+        f"label {DEFAULT_LABEL}={'9' * 400!r} is not an integer",
+        id="too-large",
+    ),
+]
+
+
+@pytest.mark.parametrize(("labels", "value", "problem"), LABELS)
+def test_label_value(labels: dict[str, str], value: float, problem: str) -> None:
+    got, why = label_value(labels, DEFAULT_LABEL)
+    assert (math.isnan(got) and math.isnan(value)) or got == value
+    assert why == problem
+
+
+def labelled(*values: str | None, key: str = DEFAULT_LABEL) -> ClusterIndex:
+    """Nodes n0, n1, ... with the given label values (None: no label)."""
+    return make_index(
+        *(make_node(f"n{i}", 1, labels={} if v is None else {key: v}) for i, v in enumerate(values))
+    )
+
+
+def test_label_priority_scores_and_problems() -> None:
+    index = labelled("100", "2000", None, "x")
+    rows = index.rows_of(["n0", "n1", "n2", "n3"])
+    policy = LabelPriority()
+    raw = policy.score_nodes(index, make_request(1), rows)
+    assert raw[:2].tolist() == [100.0, 2000.0]
+    assert np.isnan(raw[2:]).all()
+    # Raw values never leave: 100 and 2000 become 0 and 10, unusable labels score 0.
+    assert to_extender_scores(raw) == [0, 10, 0, 0]
+    assert policy.label_problems(index, rows) == {
+        "n2": f"label {DEFAULT_LABEL} missing",
+        "n3": f"label {DEFAULT_LABEL}='x' is not an integer",
+    }
+
+
+def test_label_priority_reads_the_configured_key_and_sees_new_labels() -> None:
+    index = labelled("1", "5", key="example.com/rank")
+    policy = PolicyRegistry(PolicyOptions(priority_label="example.com/rank")).get("label-priority")
+    rows = index.rows_of(["n0", "n1"])
+    assert policy.score_nodes(index, make_request(1), rows).tolist() == [1.0, 5.0]
+    index.upsert_node(make_node("n0", 1, labels={"example.com/rank": "9"}))
+    assert policy.score_nodes(index, make_request(1), rows).tolist() == [9.0, 5.0]
+
+
+# ----------------------------------------------------------------- registry
+
+
+def test_registry_builds_each_policy_once() -> None:
+    registry = PolicyRegistry()
+    assert registry.names >= {"binpack", "spread", "label-priority", "fragmentation"}
+    assert registry.get("binpack") is registry.get("binpack")
+    assert registry.get("spread").name == "spread"
+
+
+def test_registry_unknown_name_lists_the_known_ones() -> None:
+    with pytest.raises(UnknownPolicyError) as caught:
+        PolicyRegistry().get("mutex")
+    assert str(caught.value).startswith("unknown policy 'mutex' (known: binpack, ")
+
+
+def test_registry_takes_its_factories() -> None:
+    registry = PolicyRegistry(factories={"only": BUILTIN["spread"]})
+    assert registry.names == frozenset({"only"})
+    assert registry.get("only").rank_devices(ranked_state(), make_container(1), [3, 0]) == [0, 3]
+
+
+# ----------------------------------------------------------------- the shared contract
+
+POLICY_NAMES = sorted(PolicyRegistry().names)
+
+
+def contract_cluster() -> ClusterIndex:
+    """Nodes in different states, labelled, so every policy has something to tell apart."""
+    nodes: list[NodeInventory] = [
+        make_node("idle", 4, labels={DEFAULT_LABEL: "1"}),
+        make_node("busy", 4, labels={DEFAULT_LABEL: "5"}, numa=[0, 0, 1, 1]),
+        make_node("small", 2, mem=4096, labels={DEFAULT_LABEL: "3"}),
+        make_node("mixed", 4, mem=[8192, 16384, 8192, 16384], cpu_milli=8000),
+    ]
+    index = make_index(*nodes)
+    use(index, "b1", "busy", [(0, 6000, 60), (1, 2000, 20)])
+    use(index, "b2", "busy", [(2, 8192, 100)])
+    use(index, "s1", "small", [(0, 1000, 10)])
+    index.apply("m1", PodAssignment("mixed", ()), cpu_milli=6000)
+    return index
+
+
+CONTRACT_REQUESTS = [
+    pytest.param(make_request(1, mem=1000, cores=10), id="one-share"),
+    pytest.param(make_request(2, pct=50, cores=20), id="two-half-devices"),
+    pytest.param(make_request(1, pct=100, cores=100), id="whole-device"),
+    pytest.param(
+        make_request(
+            containers=[make_container(1, mem=500, cores=5, name="a"), make_container(1, mem=500)]
+        ),
+        id="two-containers",
+    ),
+    pytest.param(make_request(1, mem=1000, numa_bind=True, cpu_milli=1000), id="numa-and-cpu"),
+]
+
+
+@pytest.fixture(params=POLICY_NAMES)
+def policy_name(request: pytest.FixtureRequest) -> str:
+    name: str = request.param
+    return name
+
+
+@pytest.mark.parametrize("request_", CONTRACT_REQUESTS)
+def test_policy_contract_scores(policy_name: str, request_: PodRequest) -> None:
+    registry = PolicyRegistry()
+    policy = registry.get(policy_name)
+    assert policy.name == policy_name
+    index = contract_cluster()
+    before = (index.version, index.cols.mem_free.copy(), index.cols.cores_free.copy())
+    result = fit(index, request_, index.node_names())
+    assert result.feasible, "the contract cluster should take every contract request"
+    raw = np.asarray(policy.score_nodes(index, request_, result.rows))
+    assert raw.dtype == np.float64
+    assert raw.shape == (len(result.rows),)
+    assert not np.isposinf(raw).any() and not np.isneginf(raw).any()
+    # Same inputs, same scores; scoring reads the index and never changes it.
+    np.testing.assert_array_equal(raw, policy.score_nodes(index, request_, result.rows))
+    assert index.version == before[0]
+    np.testing.assert_array_equal(index.cols.mem_free, before[1])
+    np.testing.assert_array_equal(index.cols.cores_free, before[2])
+    scaled = to_extender_scores(raw)
+    assert all(isinstance(s, int) and 0 <= s <= 10 for s in scaled)
+    assert len(policy.score_nodes(index, request_, np.zeros(0, dtype=np.int64))) == 0
+
+
+@pytest.mark.parametrize("request_", CONTRACT_REQUESTS)
+def test_policy_contract_devices(policy_name: str, request_: PodRequest) -> None:
+    policy = PolicyRegistry().get(policy_name)
+    index = contract_cluster()
+    for node in index.node_names():
+        state = NodeState.of(index, index.row_of(node) or 0, request_)
+        snapshot = (list(state.mem_free), list(state.cores_free), list(state.slots_free))
+        for container in request_.device_containers:
+            candidates = [s for s in range(len(state.devices)) if state.fits(s, container) is None]
+            for subset in (candidates, candidates[::-1], candidates[:1]):
+                order = policy.rank_devices(state, container, subset)
+                # A permutation of what it was given, the same each time.
+                assert sorted(order) == sorted(subset)
+                assert order == policy.rank_devices(state, container, subset)
+                assert policy.rank_devices(state, container, list(reversed(subset))) == order
+        assert (state.mem_free, state.cores_free, state.slots_free) == (
+            snapshot[0],
+            snapshot[1],
+            snapshot[2],
+        )
+
+
+@pytest.mark.parametrize("request_", CONTRACT_REQUESTS)
+def test_policy_contract_places_pods_that_apply(policy_name: str, request_: PodRequest) -> None:
+    index = contract_cluster()
+    config = PlannerConfig(node_policy=policy_name, device_policy=_device_policy(policy_name))
+    planner = Planner(index, PolicyRegistry(), config)
+    best = planner.best(request_, index.node_names())
+    assert isinstance(best, tuple), best
+    node, assignment = best
+    assert assignment.node == node
+    planner.node_policy(request_).observe(request_)
+    index.apply("placed", assignment, cpu_milli=request_.cpu_milli)  # never over-allocates
+    # Observing and placing leave the policy able to score again.
+    after = fit(index, request_, index.node_names())
+    scores = planner.node_policy(request_).score_nodes(index, request_, after.rows)
+    assert len(scores) == len(after.rows)
+
+
+def _device_policy(name: str) -> str:
+    """The policy itself where it ranks devices; label-priority has no device preference."""
+    return name if name != "label-priority" else "spread"
+
+
+def test_every_registered_policy_is_in_the_contract_suite() -> None:
+    assert set(POLICY_NAMES) == set(BUILTIN)
+    assert isinstance(POLICY_NAMES, Sequence)
