@@ -6,6 +6,7 @@ below override the common ones.
   vgpu-extender serve --demo            # sample inventory, no cluster, 127.0.0.1:8888
   vgpu-extender serve --inventory nodes.yaml
   vgpu-extender migrate                 # bring the database schema up to date
+  vgpu-extender inspect [NODE]          # GPUs, their use and pods, from the store
 """
 
 from __future__ import annotations
@@ -19,6 +20,7 @@ from typing import Annotated, Any
 import typer
 from pydantic import ValidationError
 
+from vgpu_extender import inspect_cli
 from vgpu_extender.settings import Settings
 
 app = typer.Typer(
@@ -119,6 +121,9 @@ def migrate(
         typer.echo(f"migrate failed: {exc}", err=True)
         raise typer.Exit(1) from None
     typer.echo(f"database at revision {revision}")
+
+
+app.command("inspect")(inspect_cli.inspect)
 
 
 def _register_plugins(target: typer.Typer) -> None:

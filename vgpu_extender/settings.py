@@ -69,6 +69,13 @@ class Settings(BaseSettings):
     hami_node_lock: bool = False
     node_lock_timeout_s: float = Field(default=300.0, gt=0)
     bind_retries: int = Field(default=3, ge=1, le=20)
+    #: Hold a coordination.k8s.io Lease; /readyz is ready only while this replica leads.
+    leader_elect: bool = False
+    leader_lease_name: str = Field(default="vgpu-extender", min_length=1)
+    leader_lease_namespace: str = Field(default="vgpu-system", min_length=1)
+    #: Who this replica is in the Lease (the Pod name); empty: the host name.
+    leader_identity: str = ""
+    leader_lease_duration_s: int = Field(default=15, ge=1, le=3600)
 
     # Administration.
     admin_token: SecretStr | None = None

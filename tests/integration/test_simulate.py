@@ -13,6 +13,7 @@ import typer
 from typer.testing import CliRunner
 
 from tests.support.server import StartExtender
+from vgpu_extender.sim.arrivals import drawn_arrivals, drawn_ranks
 from vgpu_extender.sim.binning import REPORT_POINTS
 from vgpu_extender.sim.command import register
 from vgpu_extender.sim.expected import load_paper
@@ -55,6 +56,16 @@ def test_the_slice_is_the_papers(workload: Workload) -> None:
     assert len(workload.nodes) == 1213 and workload.gpus == 6212
     assert len(workload.order) == SLICE
     assert len(workload.typical_pods()) == 35  # fgd.md §5: 35 of 91 shapes
+
+
+def test_without_published_orders_a_sequence_is_drawn_to_130_percent(workload: Workload) -> None:
+    capacity = workload.gpus * GPU_MILLI
+    order = drawn_arrivals(workload.pods, SEED, capacity)
+    total = sum(workload.pods[row].gpu_request for row in order)
+    assert 1.29 * capacity < total <= 1.3 * capacity
+    assert sorted(set(order[: len(workload.pods)])) == list(range(len(workload.pods)))
+    ranks = drawn_ranks([n.name for n in workload.nodes], SEED)
+    assert sorted(ranks.values()) == list(range(len(workload.nodes)))
 
 
 @pytest.mark.parametrize("policy", ["fragmentation", "binpack"])

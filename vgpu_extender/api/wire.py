@@ -31,31 +31,31 @@ class WireError(ValueError):
 
 
 # ---------------------------------------------------------------------------- structs
-class _Meta(msgspec.Struct, rename={"resource_version": "resourceVersion"}):
+class _Meta(msgspec.Struct, rename={"resource_version": "resourceVersion"}, gc=False):
     name: str = ""
     labels: dict[str, str] | None = None
     annotations: dict[str, str] | None = None
     resource_version: str = ""
 
 
-class _NodeHead(msgspec.Struct):
+class _NodeHead(msgspec.Struct, gc=False):
     metadata: _Meta | None = None
 
 
-class _MetaName(msgspec.Struct, rename={"resource_version": "resourceVersion"}):
+class _MetaName(msgspec.Struct, rename={"resource_version": "resourceVersion"}, gc=False):
     name: str = ""
     resource_version: str = ""
 
 
-class _NodeName(msgspec.Struct):
+class _NodeName(msgspec.Struct, gc=False):
     metadata: _MetaName | None = None
 
 
-class _NodeList(msgspec.Struct):
+class _NodeList(msgspec.Struct, gc=False):
     items: list[Raw] | None = None
 
 
-class _ArgsExact(msgspec.Struct):
+class _ArgsExact(msgspec.Struct, gc=False):
     Pod: dict[str, Any] | msgspec.UnsetType | None = _UNSET
     Nodes: _NodeList | msgspec.UnsetType | None = _UNSET
     NodeNames: list[str] | msgspec.UnsetType | None = _UNSET
@@ -328,7 +328,7 @@ def encode_filter(args: ExtenderArgs | None, outcome: FilterOutcome) -> bytes:
     return _ENCODER.encode(result)
 
 
-class HostPriority(msgspec.Struct):
+class HostPriority(msgspec.Struct, gc=False):
     Host: str
     Score: int
 

@@ -331,14 +331,6 @@ def one_device_after(
     return out
 
 
-def free_after_one_device(d: Devices, stats: ClassStats, container: ContainerRequest) -> FloatVec:
-    """R after one share of ``container`` lands on each device (n x S)."""
-    fit = device_fits(container, d.mem_free, d.cores_free, d.slots_free, d, None)
-    g2 = share(*taken(container, d, fit), d)
-    out: FloatVec = (stats.total[:, None] - stats.g + g2).astype(np.float64)
-    return out
-
-
 def paper_score(delta: FloatVec) -> FloatVec:
     """The artifact's integer score: ``floor(100 * sigmoid(delta / 1000))``."""
     out: FloatVec = np.floor(100.0 / (1.0 + np.exp(-delta / MILLI)))

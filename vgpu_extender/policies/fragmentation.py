@@ -10,9 +10,11 @@ is tried at once. Nodes in equal states are scored once (``RowStates``). Host CP
 from the index; where it is untracked (UNLIMITED, as in the extender) it never limits a
 shape.
 
-The raw score is ``delta`` itself, in milli. With ``quantize`` it is the paper's integer
-``floor(100 * sigmoid(delta / 1000))``, and the device pick is the lowest-index device that
-reaches the best integer score: that replays the paper's FGD exactly.
+Scores are the paper's integers, ``floor(100 * sigmoid(delta / 1000))``, and the device
+pick is the lowest-index device that reaches the best one; with ``host_pack = 0`` that
+replays the paper's FGD exactly. ``host_pack`` sends host-only pods, among nodes of equal
+score, to the node with the least free device capacity (docs/simulation.md has why, and
+why finer scores do worse).
 """
 
 from __future__ import annotations
@@ -41,6 +43,9 @@ from vgpu_extender.policies.registry import PolicyOptions
 from vgpu_extender.policies.row_states import RowStates
 from vgpu_extender.policies.typical_pods import ShapeCounter, TypicalPod, WeightedShape
 
+#: The default ``host_pack``: half a score point.
+HOST_PACK = 0.5
+
 
 # --------------------------------------------------------------------------- the policy
 @dataclass(slots=True)
@@ -50,11 +55,18 @@ class Fragmentation:
     name: str = "fragmentation"
     shapes: tuple[WeightedShape, ...] = ()
     learner: ShapeCounter | None = None
-    quantize: bool = False
+    #: Score as the paper does, ``floor(100 * sigmoid(delta / 1000))``: changes below
+    #: about 40 milli tie, and ties go to the candidate order. Raw ``delta`` separates
+    #: nodes by the tiny fragments their host CPU decides, which spreads pods (worse).
+    quantize: bool = True
+    #: Host-only pods: weight (below one score point) of preferring the node with the least
+    #: free device capacity, so their CPU strands as little of it as possible. 0: none.
+    host_pack: float = HOST_PACK
     _compiled: tuple[int, CompiledShapes | None] = field(default=(-1, None), repr=False)
     _states: RowStates = field(default_factory=RowStates, repr=False)
-    #: The device order worked out while scoring the best node: (state, request) -> key
-    #: per device. The device choice that follows on that node then costs nothing.
+    #: The device order worked out while scoring the best node: (node state, request,
+    #: typical pods version) -> key per device. The device choice that follows on that
+    #: node (or any node in the same state) then costs nothing.
     _ranked: tuple[tuple[object, ...], list[float]] | None = field(default=None, repr=False)
 
     def compiled(self) -> CompiledShapes:
@@ -100,7 +112,7 @@ class Fragmentation:
             score = np.where(np.isnan(score), -np.inf, score)
             best: FloatVec = np.max(score, axis=1)
             top = int(np.argmax(best))
-            key = (*d.state_key(top), request.cpu_milli, containers[0])
+            key = (*d.state_key(top), request.cpu_milli, containers[0], self._compiled[0])
             self._ranked = (key, (-score[top]).tolist())
             out: FloatVec = np.where(np.isfinite(best), best, np.nan)
             return out
@@ -166,15 +178,16 @@ class Fragmentation:
         (ties: lowest device index). With ``quantize``, by the paper's integer score."""
         if len(candidates) <= 1:
             return list(candidates)
+        shapes = self.compiled()
         ranked = self._ranked
         if ranked is not None and ranked[0] == (
             *node_state_key(state),
             state.pod_cpu_milli,
             container,
+            self._compiled[0],
         ):
             known = ranked[1]
             return sorted(candidates, key=lambda s: (known[s], state.devices[s].index))
-        shapes = self.compiled()
         d = Devices.of_state(state)
         stats = ClassStats.of(d, shapes)
         cpu_after = _cpu_after(d.cpu, state.pod_cpu_milli)
@@ -190,8 +203,12 @@ def _cpu_after(cpu: IntArr, request_cpu: int) -> IntArr:
     return out
 
 
-def build_fragmentation(options: PolicyOptions, *, quantize: bool = False) -> Fragmentation:
+def build_fragmentation(
+    options: PolicyOptions, *, quantize: bool = True, host_pack: float = HOST_PACK
+) -> Fragmentation:
     """The policy from options: fixed typical pods when given, else learned online."""
     if options.typical_pods:
-        return Fragmentation(shapes=tuple(options.typical_pods), quantize=quantize)
-    return Fragmentation(learner=ShapeCounter(), quantize=quantize)
+        return Fragmentation(
+            shapes=tuple(options.typical_pods), quantize=quantize, host_pack=host_pack
+        )
+    return Fragmentation(learner=ShapeCounter(), quantize=quantize, host_pack=host_pack)

@@ -119,6 +119,11 @@ class BindingService:
                     "ago) and there is no Kubernetes API to read it from"
                 )
             return cached
+        if cached is not None:
+            # Seen at filter moments ago, by UID. A pod bound meanwhile (a retried bind
+            # after a timeout) is caught by the store, which refuses a second allocation
+            # for the UID, and by the API server's 409 on the Binding: no read needed.
+            return cached
         try:
             pod = self._kube.get_pod(args.namespace, args.pod_name)
         except KubeError as exc:
@@ -133,8 +138,6 @@ class BindingService:
         bound_to = kobj.node_name(pod)
         if bound_to:
             raise BindError(f"bind {args.key}: pod is already bound to node {bound_to}")
-        if cached is not None:
-            return cached
         try:
             return self._cluster.vendor.parse_pod(pod)
         except RequestError as exc:

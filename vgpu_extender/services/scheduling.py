@@ -147,10 +147,12 @@ class SchedulingService:
             logger.warning("prioritize: pod %s: %s", _pod_name(pod), exc)
             return Priorities((), [])
         planner = self._cluster.planner
-        scores = np.zeros(len(candidates), dtype=np.int64)
         with self._cluster.lock:
             rows = planner.index.rows_of(candidates)
             known = rows >= 0
+            if known.all():  # the usual case: no copy, no scatter
+                return Priorities(candidates, to_extender_scores(planner.scores(request, rows)))
+            scores = np.zeros(len(candidates), dtype=np.int64)
             if known.any():
                 scores[known] = to_extender_scores(planner.scores(request, rows[known]))
         return Priorities(candidates, scores.tolist())

@@ -32,10 +32,11 @@ from vgpu_extender.sim.trace import (
     trace_name,
 )
 
-#: Policies only the simulator offers: FGD with the paper's integer scores, to replay the
-#: paper's own runs and check the simulator against them.
+#: Policies only the simulator offers: FGD exactly as the paper ran it (to check the
+#: simulator against the published runs), and FGD scored by the raw change in milli.
 SIM_POLICIES: Mapping[str, PolicyFactory] = {
-    "fgd-paper": lambda options: build_fragmentation(options, quantize=True),
+    "fgd-paper": lambda options: build_fragmentation(options, host_pack=0.0),
+    "fgd-raw": lambda options: build_fragmentation(options, quantize=False, host_pack=0.0),
 }
 #: Where typical pods come from: the trace (the paper's 95 % rule) or learned online.
 TYPICAL_SOURCES = ("trace", "learn")
@@ -61,14 +62,10 @@ class Workload:
 
     def typical_pods(self) -> tuple[WeightedShape, ...]:
         """The paper's typical pods: shapes of the original trace covering 95 % of it."""
-        import os
-
-        gw = float(os.environ.get("FGD_GPUW", "0"))
         counts: dict[TypicalPod, float] = {}
         for pod in self.pods:
             shape = typical_pod(pod)
-            wt = 1.0 + (pod.num_gpu * gw if pod.gpu_milli == 1000 else 0.0)
-            counts[shape] = counts.get(shape, 0.0) + wt
+            counts[shape] = counts.get(shape, 0.0) + 1.0
         return top_shapes(counts)
 
 

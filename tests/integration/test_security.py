@@ -1,0 +1,225 @@
+"""Who may change what, and TLS on every endpoint.
+
+Reads are open; every mutating admin call needs the bearer token, and is refused
+while no token is configured. TLS is checked on the real command line, with a
+certificate made for the test.
+"""
+
+from __future__ import annotations
+
+import shutil
+import ssl
+import subprocess
+import time
+from collections.abc import Iterator
+from pathlib import Path
+from typing import Any
+
+import httpx
+import pytest
+
+from tests.support.server import (
+    RunningExtender,
+    StartExtender,
+    args,
+    pod_json,
+    spawn_extender,
+    standalone_settings,
+    start_extender,
+)
+from vgpu_extender.api.security import token_matches
+
+TOKEN = "s3cret-Token"
+GPU = "GPU-demo-demo-t4-1-0"
+MUTATIONS = [
+    ("PUT", "/api/v1/inventory", {"nodes": []}),
+    ("POST", f"/api/v1/devices/{GPU}/cordon", None),
+    ("POST", f"/api/v1/devices/{GPU}/uncordon", None),
+]
+MUTATION_IDS = ["inventory", "cordon", "uncordon"]
+READS = [
+    "/api/v1/nodes",
+    "/api/v1/nodes/demo-t4-1",
+    "/api/v1/summary",
+    "/api/v1/allocations",
+    "/gpushare-scheduler/inspect",
+    "/metrics",
+    "/healthz",
+    "/readyz",
+]
+
+
+@pytest.fixture(scope="module")
+def servers(
+    tmp_path_factory: pytest.TempPathFactory,
+) -> Iterator[dict[str | None, RunningExtender]]:
+    """The demo with a token configured and without one; the tests here change nothing."""
+    started: dict[str | None, RunningExtender] = {}
+    try:
+        for token in (TOKEN, None):
+            directory = tmp_path_factory.mktemp("security")
+            settings = standalone_settings(directory, demo=True, admin_token=token)
+            started[token] = start_extender(settings)
+        yield started
+    finally:
+        for running in started.values():
+            running.stop()
+
+
+@pytest.mark.parametrize("path", READS, ids=[p.strip("/").replace("/", "-") for p in READS])
+@pytest.mark.parametrize("token", [TOKEN, None], ids=["token-configured", "no-token"])
+def test_reads_need_no_token(
+    servers: dict[str | None, RunningExtender], token: str | None, path: str
+) -> None:
+    assert servers[token].client.get(path).status_code == 200
+
+
+@pytest.mark.parametrize(("method", "path", "body"), MUTATIONS, ids=MUTATION_IDS)
+@pytest.mark.parametrize(
+    ("configured", "headers", "status", "message"),
+    [
+        (None, {"Authorization": f"Bearer {TOKEN}"}, 403, "no admin_token is configured"),
+        (TOKEN, {}, 401, "missing bearer token"),
+        (TOKEN, {"Authorization": f"Basic {TOKEN}"}, 401, "missing bearer token"),
+        (TOKEN, {"Authorization": "Bearer s3cret-token"}, 401, "wrong bearer token"),
+        (TOKEN, {"Authorization": f"Bearer {TOKEN}x"}, 401, "wrong bearer token"),
+    ],
+    ids=["no-token-configured", "no-header", "other-scheme", "wrong-case", "longer"],
+)
+def test_changes_are_refused_without_the_token(
+    servers: dict[str | None, RunningExtender],
+    method: str,
+    path: str,
+    body: Any,
+    configured: str | None,
+    headers: dict[str, str],
+    status: int,
+    message: str,
+) -> None:
+    running = servers[configured]
+    response = running.client.request(method, path, json=body, headers=headers)
+    assert response.status_code == status
+    assert message in response.json()["detail"]
+    if status == 401:
+        assert response.headers["www-authenticate"] == "Bearer"
+    # Nothing changed.
+    node = running.client.get("/api/v1/nodes/demo-t4-1").json()
+    assert node["cordoned_gpus"] == 0
+    assert len(running.client.get("/api/v1/nodes").json()) == 4
+
+
+@pytest.mark.parametrize(("method", "path", "body"), MUTATIONS[1:], ids=MUTATION_IDS[1:])
+def test_changes_go_through_with_the_token(
+    extender: StartExtender, method: str, path: str, body: Any
+) -> None:
+    running = extender(demo=True, admin_token=TOKEN)
+    headers = {"Authorization": f"Bearer {TOKEN}"}
+    response = running.client.request(method, path, json=body, headers=headers)
+    assert response.status_code == 200
+    assert response.json()["node"] == "demo-t4-1"
+
+
+@pytest.mark.parametrize(
+    ("given", "expected", "same"),
+    [
+        ("abc", "abc", True),
+        ("abc", "abd", False),
+        ("ab", "abc", False),
+        ("", "abc", False),
+        ("ключ", "ключ", True),
+    ],
+    ids=["equal", "one-char", "prefix", "empty", "non-ascii"],
+)
+def test_token_comparison(given: str, expected: str, same: bool) -> None:
+    assert token_matches(given, expected) is same
+
+
+# --------------------------------------------------------------------------- TLS
+@pytest.fixture(scope="module")
+def certificate(tmp_path_factory: pytest.TempPathFactory) -> tuple[Path, Path]:
+    """A self-signed certificate for 127.0.0.1 (it is its own CA)."""
+    openssl = shutil.which("openssl")
+    if openssl is None:
+        pytest.skip("openssl is not installed: cannot make a test certificate")
+    directory = tmp_path_factory.mktemp("tls")
+    cert, key = directory / "tls.crt", directory / "tls.key"
+    subprocess.run(
+        [
+            openssl,
+            "req",
+            "-x509",
+            "-newkey",
+            "rsa:2048",
+            "-nodes",
+            "-days",
+            "1",
+            "-subj",
+            "/CN=127.0.0.1",
+            "-addext",
+            "subjectAltName=IP:127.0.0.1",
+            "-keyout",
+            str(key),
+            "-out",
+            str(cert),
+        ],
+        check=True,
+        capture_output=True,
+        timeout=60,
+    )
+    return cert, key
+
+
+def test_every_endpoint_answers_over_tls(certificate: tuple[Path, Path], tmp_path: Path) -> None:
+    cert, key = certificate
+    process = spawn_extender(
+        env={
+            "VGPU_TLS_CERT": str(cert),
+            "VGPU_TLS_KEY": str(key),
+            "VGPU_DEMO": "true",
+            "VGPU_KUBE_MODE": "off",
+            "VGPU_ADMIN_TOKEN": TOKEN,
+            "VGPU_DATABASE_URL": f"sqlite:///{tmp_path / 'tls.db'}",
+        },
+        log=tmp_path / "extender.log",
+        wait=False,
+    )
+    url = process.url.replace("http://", "https://")
+    try:
+        with httpx.Client(
+            base_url=url, verify=ssl.create_default_context(cafile=cert), timeout=30
+        ) as client:
+            _wait_for(client, process.log)
+            for path in READS:
+                assert client.get(path).status_code == 200, path
+            pod = pod_json("p", mem=1000)
+            assert client.post("/filter", json=args(pod, ["demo-t4-1"])).json()["NodeNames"] == [
+                "demo-t4-1"
+            ]
+            review = {
+                "apiVersion": "admission.k8s.io/v1",
+                "kind": "AdmissionReview",
+                "request": {"uid": "u1", "operation": "CREATE", "object": pod},
+            }
+            assert client.post("/webhook", json=review).json()["response"]["allowed"] is True
+            cordon = client.post(
+                f"/api/v1/devices/{GPU}/cordon", headers={"Authorization": f"Bearer {TOKEN}"}
+            )
+            assert cordon.status_code == 200
+        with pytest.raises(httpx.HTTPError), httpx.Client(timeout=10) as plain:
+            plain.get(f"{process.url}/healthz")  # plain HTTP on the TLS port is refused
+    finally:
+        process.stop()
+
+
+def _wait_for(client: httpx.Client, log: Path) -> None:
+    """Until the extender answers (it starts in another process)."""
+    deadline = time.monotonic() + 60
+    while True:
+        try:
+            if client.get("/healthz").status_code == 200:
+                return
+        except httpx.TransportError:
+            pass
+        if time.monotonic() > deadline:
+            pytest.fail(f"the extender never answered over TLS:\n{log.read_text()}")
+        time.sleep(0.1)

@@ -1,0 +1,255 @@
+"""What operators need from a running app, attached once the runtime is up.
+
+``install(app, settings)`` adds one ASGI middleware. It times the scheduler verbs,
+and it follows the app's lifespan: when start-up completes (the index is loaded from
+the store) it wraps the scheduling and binding services so they report outcomes,
+counts store errors, registers the scrape-time collectors, and starts the event
+reporter and, when configured, the leader elector; at shutdown it stops them (giving
+the Lease up) before the runtime itself stops.
+"""
+
+from __future__ import annotations
+
+import logging
+import time
+from collections.abc import Mapping
+from dataclasses import dataclass, field
+from typing import Annotated, Any
+
+from anyio import to_thread
+from fastapi import Depends, FastAPI, Request
+from sqlalchemy import event
+from sqlalchemy.engine import ExceptionContext
+from starlette.types import ASGIApp, Message, Receive, Scope, Send
+
+from vgpu_extender.metrics import AllocationCollector, CountsCollector, Metrics
+from vgpu_extender.services import admin
+from vgpu_extender.services.binding import BindRequest
+from vgpu_extender.services.events import UnschedulableReporter
+from vgpu_extender.services.leader import LeaderElector, LeaseConfig, default_identity
+from vgpu_extender.services.observed import ObservedBinding, ObservedScheduling
+from vgpu_extender.services.runtime import Runtime
+from vgpu_extender.services.scheduling import FilterOutcome
+from vgpu_extender.services.sync import SyncService
+from vgpu_extender.settings import Settings
+
+logger = logging.getLogger(__name__)
+
+#: Paths of the verbs kube-scheduler calls, and the verb each one times as.
+VERB_PATHS = {
+    "/filter": "filter",
+    "/filter_onlyone": "filter",
+    "/prioritize": "prioritize",
+    "/priority": "prioritize",
+    "/bind": "bind",
+    "/preempt": "preempt",
+}
+
+
+@dataclass(frozen=True, slots=True)
+class Check:
+    ok: bool
+    detail: str
+
+
+class _FilterReport:
+    """Counts each filter answer; hands unschedulable ones to the reporter's worker."""
+
+    def __init__(self, metrics: Metrics, reporter: UnschedulableReporter) -> None:
+        self._results = metrics.filter_results
+        self._reporter = reporter
+
+    def filtered(self, pod: Mapping[str, Any], total: int, outcome: FilterOutcome) -> None:
+        if outcome.error:
+            self._results["error"].inc()
+        elif outcome.feasible:
+            self._results["feasible"].inc()
+        else:
+            self._results["unschedulable"].inc()
+            self._reporter.submit(pod, total, outcome)
+
+
+class _BindReport:
+    def __init__(self, metrics: Metrics) -> None:
+        self._success = metrics.bind_total.labels("success")
+        self._failure = metrics.bind_total.labels("failure")
+
+    def bound(self, args: BindRequest, error: str) -> None:
+        (self._failure if error else self._success).inc()
+
+
+def reconcile_counts(sync: SyncService | None) -> dict[str, int]:
+    """What the reconcile passes fixed so far, by kind (empty when standalone)."""
+    if sync is None:
+        return {}
+    totals = sync.totals
+    return {
+        "released_gone": totals.released_gone,
+        "released_finished": totals.released_finished,
+        "released_moved": totals.released_moved,
+        "expired": totals.expired,
+        "marked_bound": totals.marked_bound,
+        "imported": totals.imported,
+        "failed": totals.failed,
+    }
+
+
+@dataclass
+class Operations:
+    """Metrics, readiness and the background helpers of one app."""
+
+    settings: Settings
+    metrics: Metrics = field(default_factory=Metrics)
+    runtime: Runtime | None = None
+    elector: LeaderElector | None = None
+    reporter: UnschedulableReporter | None = None
+
+    # ----------------------------------------------------------------- life cycle
+    def attach(self, runtime: Runtime) -> None:
+        """Called once the runtime has started: the index is loaded from the store."""
+        metrics = self.metrics
+        reporter = UnschedulableReporter(
+            kube=runtime.kube,
+            on_counts=metrics.count_rejections,
+            on_drop=metrics.events_dropped.inc,
+        )
+        runtime.scheduling = ObservedScheduling(
+            runtime.scheduling, _FilterReport(metrics, reporter)
+        )
+        runtime.binding = ObservedBinding(runtime.binding, _BindReport(metrics))
+        event.listen(runtime.engine, "handle_error", self._store_error)
+        metrics.add_collector(
+            AllocationCollector(
+                devices=lambda: admin.device_rows(runtime.cluster),
+                grants=lambda: admin.grant_rows(runtime.sessions),
+            )
+        )
+        metrics.add_collector(
+            CountsCollector(
+                "vgpu_extender_reconcile_fixes",
+                "Allocations the reconcile passes changed (or failed to), by kind",
+                "kind",
+                lambda: reconcile_counts(runtime.sync),
+            )
+        )
+        reporter.start()
+        self.reporter = reporter
+        settings = self.settings
+        if settings.leader_elect and runtime.kube is not None:
+            self.elector = LeaderElector(
+                kube=runtime.kube,
+                config=LeaseConfig(
+                    namespace=settings.leader_lease_namespace,
+                    name=settings.leader_lease_name,
+                    identity=settings.leader_identity or default_identity(),
+                    duration_s=settings.leader_lease_duration_s,
+                ),
+            )
+            self.elector.start()
+            elector = self.elector
+            metrics.leader.set_function(lambda: 1.0 if elector.status().leading else 0.0)
+        self.runtime = runtime
+
+    def detach(self) -> None:
+        """Stop the helpers (the Lease is given up) before the runtime stops."""
+        runtime, self.runtime = self.runtime, None
+        if self.elector is not None:
+            self.elector.stop()
+            self.elector = None
+            self.metrics.leader.set_function(lambda: 0.0)
+        if self.reporter is not None:
+            self.reporter.stop()
+            self.reporter = None
+        self.metrics.remove_collectors()
+        if runtime is not None and event.contains(
+            runtime.engine, "handle_error", self._store_error
+        ):
+            event.remove(runtime.engine, "handle_error", self._store_error)
+
+    def _store_error(self, context: ExceptionContext) -> None:
+        self.metrics.store_errors.inc()
+
+    # ----------------------------------------------------------------- readiness
+    def readiness(self) -> dict[str, Check]:
+        """Each check that must pass before this replica should get traffic."""
+        runtime = self.runtime
+        checks = {
+            "index": Check(True, "loaded from the store")
+            if runtime is not None
+            else Check(False, "not loaded from the store yet")
+        }
+        if runtime is not None and runtime.sync is not None:
+            synced = runtime.sync.passes > 0
+            checks["cluster"] = Check(
+                synced,
+                "reconciled with the API server"
+                if synced
+                else "first reconcile with the API server not done yet",
+            )
+        if self.settings.leader_elect:
+            if self.elector is None:
+                checks["leader"] = Check(
+                    False, "leader election needs the Kubernetes API; this replica is standalone"
+                )
+            else:
+                status = self.elector.status()
+                checks["leader"] = Check(status.leading, status.detail)
+        return checks
+
+
+class OperationsMiddleware:
+    """Times the verbs; attaches and detaches ``Operations`` with the app's lifespan."""
+
+    def __init__(self, app: ASGIApp, operations: Operations) -> None:
+        self.app = app
+        self.operations = operations
+
+    async def __call__(self, scope: Scope, receive: Receive, send: Send) -> None:
+        if scope["type"] == "http":
+            verb = VERB_PATHS.get(scope["path"])
+            if verb is None:
+                await self.app(scope, receive, send)
+                return
+            start = time.perf_counter()
+            try:
+                await self.app(scope, receive, send)
+            finally:
+                self.operations.metrics.verb_seconds[verb].observe(time.perf_counter() - start)
+        elif scope["type"] == "lifespan":
+            await self.app(scope, self._lifespan_receive(receive), self._lifespan_send(scope, send))
+        else:
+            await self.app(scope, receive, send)
+
+    def _lifespan_send(self, scope: Scope, send: Send) -> Send:
+        async def wrapped(message: Message) -> None:
+            if message["type"] == "lifespan.startup.complete":
+                runtime: Runtime = scope["app"].state.runtime
+                await to_thread.run_sync(self.operations.attach, runtime)
+            await send(message)
+
+        return wrapped
+
+    def _lifespan_receive(self, receive: Receive) -> Receive:
+        async def wrapped() -> Message:
+            message = await receive()
+            if message["type"] == "lifespan.shutdown":
+                await to_thread.run_sync(self.operations.detach)
+            return message
+
+        return wrapped
+
+
+def install(app: FastAPI, settings: Settings) -> Operations:
+    """Give ``app`` its metrics, readiness and background helpers."""
+    operations = Operations(settings=settings)
+    app.state.operations = operations
+    app.add_middleware(OperationsMiddleware, operations=operations)
+    return operations
+
+
+def get_operations(request: Request) -> Operations:
+    operations: Operations = request.app.state.operations
+    return operations
+
+
+OperationsDep = Annotated[Operations, Depends(get_operations)]

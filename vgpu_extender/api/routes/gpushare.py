@@ -1,0 +1,83 @@
+"""gpushare-scheduler-extender's inspect API, for the tools built on it.
+
+``GET /gpushare-scheduler/inspect`` and ``/gpushare-scheduler/inspect/{node}`` answer
+in gpushare's shape (``totalGPU`` and ``usedGPU`` in MiB of GPU memory, devices by
+index). An unknown node is a 404 carrying gpushare's ``error`` field, where gpushare
+itself crashes.
+"""
+
+# No ``from __future__ import annotations``: FastAPI reads these signatures at runtime.
+
+from typing import Annotated
+
+from fastapi import APIRouter, HTTPException, Path, status
+from fastapi.responses import JSONResponse
+
+from vgpu_extender import store
+from vgpu_extender.api.schemas import (
+    GpushareDeviceOut,
+    GpushareInspectOut,
+    GpushareNodeOut,
+    GpusharePodOut,
+)
+from vgpu_extender.api.verbs import RuntimeDep
+from vgpu_extender.services import admin
+
+router = APIRouter(prefix="/gpushare-scheduler", tags=["gpushare"])
+
+
+def _node(report: admin.NodeReport) -> GpushareNodeOut:
+    return GpushareNodeOut(
+        name=report.name,
+        totalGPU=report.memory_mib,
+        usedGPU=report.memory_used_mib,
+        devs=[
+            GpushareDeviceOut(
+                id=d.index,
+                uuid=d.uuid,
+                totalGPU=d.memory_mib,
+                usedGPU=d.memory_used_mib,
+                pods=[
+                    GpusharePodOut(name=p.name, namespace=p.namespace, usedGPU=p.memory_mib)
+                    for p in d.pods
+                ],
+            )
+            for d in report.devices
+        ],
+    )
+
+
+def _inspect(runtime: RuntimeDep, node: str | None) -> JSONResponse:
+    try:
+        reports, _pods = admin.live_reports(runtime.cluster, runtime.sessions, node)
+    except store.StoreError as exc:
+        raise HTTPException(
+            status.HTTP_503_SERVICE_UNAVAILABLE, f"store unavailable: {exc}"
+        ) from None
+    if node is not None and not reports:
+        body = GpushareInspectOut(nodes=[], error=f"node {node!r} is not registered")
+        return JSONResponse(body.model_dump(), status_code=status.HTTP_404_NOT_FOUND)
+    body = GpushareInspectOut(nodes=[_node(r) for r in reports])
+    return JSONResponse(body.model_dump(exclude_none=True))
+
+
+@router.get(
+    "/inspect",
+    response_model=GpushareInspectOut,
+    responses={503: {"model": GpushareInspectOut}},
+)
+def inspect_all(runtime: RuntimeDep) -> JSONResponse:
+    """Every node and GPU with the pods on it."""
+    return _inspect(runtime, None)
+
+
+@router.get(
+    "/inspect/{node}",
+    response_model=GpushareInspectOut,
+    responses={404: {"model": GpushareInspectOut, "description": "Unknown node."}},
+)
+def inspect_node(
+    node: Annotated[str, Path(min_length=1, max_length=253)], runtime: RuntimeDep
+) -> JSONResponse:
+    """One node."""
+    return _inspect(runtime, node)

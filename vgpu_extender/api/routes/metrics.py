@@ -1,0 +1,24 @@
+"""``/metrics`` in Prometheus' text format, from this app's own registry."""
+
+# No ``from __future__ import annotations``: FastAPI reads these signatures at runtime.
+
+from fastapi import APIRouter, Response
+
+from vgpu_extender.api.operations import OperationsDep
+from vgpu_extender.metrics import CONTENT_TYPE
+
+router = APIRouter(tags=["metrics"])
+
+
+@router.get(
+    "/metrics",
+    response_class=Response,
+    responses={200: {"content": {CONTENT_TYPE: {}}, "description": "Prometheus metrics."}},
+)
+def metrics(operations: OperationsDep) -> Response:
+    """HAMi's allocation gauges (zone="vGPU") and the extender's own counters.
+
+    A plain ``def``: the allocation gauges read the store, so this runs in the thread
+    pool, off the event loop the verbs share.
+    """
+    return Response(content=operations.metrics.render(), media_type=CONTENT_TYPE)

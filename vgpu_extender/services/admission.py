@@ -1,0 +1,222 @@
+"""The mutating admission webhook's decision for one pod (AdmissionReview v1).
+
+For a pod that asks for a managed resource (in any container, init containers too):
+
+- deny what could never run as asked: ``spec.nodeName`` already set (the pod skips
+  the scheduler, so no GPU share would ever be recorded), a privileged container that
+  asks for GPUs (it sees every GPU of the node, so no limit holds), and any request
+  the extender cannot read (a percentage or cores over 100, a count of 0 with memory,
+  a malformed quantity or policy annotation), with the reason in the message;
+- set ``schedulerName`` to ours, unless the pod names some other scheduler;
+- apply HAMi's defaults, so HAMi's device plugin and HAMi-core see what HAMi's own
+  webhook would have written: a container that gives memory or cores but no count
+  gets one GPU; one that gives a bare count (or 100 % of memory) gets ``gpucores:
+  100``, an exclusive GPU; ``nvidia.com/priority`` becomes ``CUDA_TASK_PRIORITY``.
+
+Pods that ask for no managed resource, and pods labelled or annotated
+``hami.io/webhook: ignore``, pass untouched.
+"""
+
+from __future__ import annotations
+
+import base64
+import json
+from collections.abc import Mapping, Sequence
+from dataclasses import dataclass, field
+from typing import Any
+
+from vgpu_extender.domain import ContainerRequest, RequestError
+from vgpu_extender.vendors import Vendor
+
+IGNORE_KEY = "hami.io/webhook"
+IGNORE_VALUE = "ignore"
+#: Schedulers whose pods the webhook takes over (HAMi's force-overwrite default).
+REPLACEABLE_SCHEDULERS = frozenset({"", "default-scheduler"})
+PRIORITY_ENV = "CUDA_TASK_PRIORITY"
+_KINDS = (("initContainers", True), ("containers", False))
+
+
+@dataclass(frozen=True, slots=True)
+class ResourceNames:
+    """The vendor's resource names the defaults are written with (None: not defaulted)."""
+
+    managed: frozenset[str]
+    count: str | None = None
+    memory: str | None = None
+    percent: str | None = None
+    cores: str | None = None
+    priority: str | None = None
+
+    @classmethod
+    def of(cls, vendor: Vendor) -> ResourceNames:
+        """Names from a vendor configured the HAMi way (``*_resource`` fields); other
+        vendors get the checks and ``schedulerName`` but no request defaults."""
+        config = getattr(vendor, "config", None)
+
+        def name(attribute: str) -> str | None:
+            value = getattr(config, attribute, None)
+            return value if isinstance(value, str) and value in vendor.resource_names else None
+
+        return cls(
+            managed=vendor.resource_names,
+            count=name("count_resource"),
+            memory=name("memory_resource"),
+            percent=name("memory_percent_resource"),
+            cores=name("cores_resource"),
+            priority=name("priority_resource"),
+        )
+
+
+@dataclass(frozen=True, slots=True)
+class Decision:
+    allowed: bool
+    message: str = ""
+    patch: tuple[dict[str, Any], ...] = field(default=())
+
+
+def decide(
+    pod: object,
+    *,
+    vendor: Vendor,
+    scheduler_name: str,
+    operation: str = "CREATE",
+    names: ResourceNames | None = None,
+) -> Decision:
+    """Allow, deny or mutate one pod."""
+    if operation != "CREATE":
+        return Decision(True, f"operation {operation}: nothing to do")
+    if not isinstance(pod, Mapping):
+        return Decision(False, "request.object must be a Pod object")
+    names = names or ResourceNames.of(vendor)
+    metadata = _mapping(pod.get("metadata"))
+    spec = _mapping(pod.get("spec"))
+    for key in ("labels", "annotations"):
+        if _mapping(metadata.get(key)).get(IGNORE_KEY) == IGNORE_VALUE:
+            return Decision(True, f"{key[:-1]} {IGNORE_KEY}={IGNORE_VALUE}: left alone")
+    containers = list(_containers(spec))
+    asking = [(path, c) for path, c in containers if _asks(c, names.managed)]
+    if not asking:
+        return Decision(True, "asks for no managed resource")
+    current = spec.get("schedulerName") or ""
+    if current not in REPLACEABLE_SCHEDULERS and current != scheduler_name:
+        return Decision(True, f"scheduled by {current!r}: left alone")
+    node = spec.get("nodeName")
+    if node:
+        return Decision(
+            False,
+            f"spec.nodeName is already set ({node!r}): the pod would skip the scheduler, "
+            "so its GPU share would never be allocated; leave nodeName empty",
+        )
+    for path, container in asking:
+        if _mapping(container.get("securityContext")).get("privileged") is True:
+            return Decision(
+                False,
+                f"container {container.get('name')!r} ({path}) is privileged and asks for a "
+                "GPU: a privileged container sees every GPU of the node, so its share "
+                "cannot be enforced",
+            )
+    try:
+        request = vendor.parse_pod(pod)
+    except RequestError as exc:
+        return Decision(False, f"the pod can never be scheduled: {exc}")
+    patch: list[dict[str, Any]] = []
+    if current != scheduler_name:
+        patch.append({"op": "add", "path": "/spec/schedulerName", "value": scheduler_name})
+    for (path, container), parsed in zip(containers, request.containers, strict=False):
+        patch.extend(_defaults(path, container, parsed, names))
+    return Decision(True, "", tuple(patch))
+
+
+def response(uid: str, decision: Decision, *, api_version: str) -> dict[str, Any]:
+    """The AdmissionReview answer for ``decision``."""
+    answer: dict[str, Any] = {"uid": uid, "allowed": decision.allowed}
+    if decision.patch:
+        answer["patchType"] = "JSONPatch"
+        answer["patch"] = base64.b64encode(json.dumps(list(decision.patch)).encode()).decode()
+    if not decision.allowed:
+        answer["status"] = {"code": 403, "reason": "Forbidden", "message": decision.message}
+    return {"apiVersion": api_version, "kind": "AdmissionReview", "response": answer}
+
+
+# --------------------------------------------------------------------------- internals
+def _mapping(value: object) -> Mapping[str, Any]:
+    return value if isinstance(value, Mapping) else {}
+
+
+def _containers(spec: Mapping[str, Any]) -> list[tuple[str, Mapping[str, Any]]]:
+    """(JSON pointer, container) for every container, init containers first: the order
+    of ``PodRequest.containers``."""
+    found: list[tuple[str, Mapping[str, Any]]] = []
+    for kind, _init in _KINDS:
+        items = spec.get(kind)
+        if isinstance(items, Sequence) and not isinstance(items, str):
+            found.extend(
+                (f"/spec/{kind}/{i}", c if isinstance(c, Mapping) else {})
+                for i, c in enumerate(items)
+            )
+    return found
+
+
+def _resources(container: Mapping[str, Any]) -> tuple[Mapping[str, Any], Mapping[str, Any]]:
+    resources = _mapping(container.get("resources"))
+    return _mapping(resources.get("limits")), _mapping(resources.get("requests"))
+
+
+def _asks(container: Mapping[str, Any], managed: frozenset[str]) -> bool:
+    limits, requests = _resources(container)
+    return any(name in limits or name in requests for name in managed)
+
+
+def _given(container: Mapping[str, Any], name: str | None) -> bool:
+    if name is None:
+        return False
+    limits, requests = _resources(container)
+    return name in limits or name in requests
+
+
+def _defaults(
+    path: str, container: Mapping[str, Any], parsed: ContainerRequest, names: ResourceNames
+) -> list[dict[str, Any]]:
+    """JSON Patch operations writing HAMi's defaults into one container."""
+    add: dict[str, str] = {}
+    if parsed.count > 0:
+        if names.count is not None and not _given(container, names.count):
+            add[names.count] = str(parsed.count)
+        if names.cores is not None and not _given(container, names.cores) and parsed.exclusive:
+            add[names.cores] = "100"
+    ops = _add_limits(path, container, add)
+    if parsed.priority is not None and names.priority is not None:
+        ops.extend(_add_env(path, container, PRIORITY_ENV, str(parsed.priority)))
+    return ops
+
+
+def _add_limits(
+    path: str, container: Mapping[str, Any], add: Mapping[str, str]
+) -> list[dict[str, Any]]:
+    if not add:
+        return []
+    if not isinstance(container.get("resources"), Mapping):
+        return [{"op": "add", "path": f"{path}/resources", "value": {"limits": dict(add)}}]
+    if not isinstance(container["resources"].get("limits"), Mapping):
+        return [{"op": "add", "path": f"{path}/resources/limits", "value": dict(add)}]
+    return [
+        {"op": "add", "path": f"{path}/resources/limits/{_escape(name)}", "value": value}
+        for name, value in add.items()
+    ]
+
+
+def _add_env(
+    path: str, container: Mapping[str, Any], name: str, value: str
+) -> list[dict[str, Any]]:
+    env = container.get("env")
+    entry = {"name": name, "value": value}
+    if not isinstance(env, Sequence) or isinstance(env, str):
+        return [{"op": "add", "path": f"{path}/env", "value": [entry]}]
+    if any(isinstance(e, Mapping) and e.get("name") == name for e in env):
+        return []
+    return [{"op": "add", "path": f"{path}/env/-", "value": entry}]
+
+
+def _escape(key: str) -> str:
+    """A JSON Pointer token (RFC 6901): ``~`` and ``/`` escaped."""
+    return key.replace("~", "~0").replace("/", "~1")
