@@ -130,10 +130,17 @@ def render_table(nodes: Sequence[NodeOut]) -> str:
     cores_used = sum(n.cores_used for n in nodes)
     cores = sum(n.cores for n in nodes)
     lines.append("")
+    schedulable = [d for n in nodes for d in n.devices or [] if d.healthy and not d.cordoned]
+    free = sum(d.memory_free_mib for d in schedulable)
+    fragment = sum(d.fragment_mib for d in schedulable)
     lines.append(
         f"Allocated/Total GPU memory: {used}/{total} MiB ({_percent(used, total)}), "
         f"cores: {cores_used}/{cores} ({_percent(cores_used, cores)}), "
         f"GPUs: {sum(n.gpus for n in nodes)} on {len(nodes)} node(s)"
+    )
+    lines.append(
+        f"Free memory on shared or full GPUs (fragmentation): {fragment}/{free} MiB "
+        f"({_percent(fragment, free)})"
     )
     lines.extend(f"Not schedulable: {problem}" for problem in problems)
     return "\n".join(line.rstrip() for line in lines)

@@ -76,10 +76,12 @@ def test_table_lists_every_gpu_with_its_use_and_pods(running: RunningExtender, k
     assert notebook[-5:] == ["15360/15360", "100/100", "1/10", "ok", "dev/notebook"]
     train = next(r for r in rows if r[-1] == "ml/train-0")
     assert train[-5:-2] == ["20000/81920", "50/100", "1/10"]
-    assert lines[-1] == (
+    assert lines[-2:] == [
         "Allocated/Total GPU memory: 39360/716800 MiB (5%), cores: 160/1200 (13%), "
-        "GPUs: 12 on 4 node(s)"
-    )
+        "GPUs: 12 on 4 node(s)",
+        # demo-a100-1's two shared GPUs: (81920 - 20000) + (81920 - 4000) MiB.
+        "Free memory on shared or full GPUs (fragmentation): 139840/677440 MiB (21%)",
+    ]
 
 
 @pytest.mark.parametrize("kind", ["store", "server"])

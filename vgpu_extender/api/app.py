@@ -14,7 +14,7 @@ from fastapi import FastAPI
 from starlette.concurrency import run_in_threadpool
 
 from vgpu_extender.api.operations import install as install_operations
-from vgpu_extender.api.routes import admin, admin_v1, extender, gpushare, health, metrics, webhook
+from vgpu_extender.api.routes import admin_v1, extender, gpushare, health, metrics, webhook
 from vgpu_extender.api.verbs import exception_handler
 from vgpu_extender.kube import KubeClient
 from vgpu_extender.services.runtime import Runtime, connect_kube
@@ -57,7 +57,6 @@ def create_app(
     )
     app.state.settings = resolved
     app.include_router(extender.router)
-    app.include_router(admin.router)
     install_operations(app, resolved)
     app.include_router(health.router)
     app.include_router(metrics.router)

@@ -310,6 +310,27 @@ class GpushareNodeOut(BaseModel):
     usedGPU: int  # noqa: N815
     devs: list[GpushareDeviceOut]
 
+    @classmethod
+    def of(cls, report: NodeReport) -> GpushareNodeOut:
+        return cls(
+            name=report.name,
+            totalGPU=report.memory_mib,
+            usedGPU=report.memory_used_mib,
+            devs=[
+                GpushareDeviceOut(
+                    id=d.index,
+                    uuid=d.uuid,
+                    totalGPU=d.memory_mib,
+                    usedGPU=d.memory_used_mib,
+                    pods=[
+                        GpusharePodOut(name=p.name, namespace=p.namespace, usedGPU=p.memory_mib)
+                        for p in d.pods
+                    ],
+                )
+                for d in report.devices
+            ],
+        )
+
 
 class GpushareInspectOut(BaseModel):
     """gpushare-scheduler-extender's inspect answer; amounts in MiB of GPU memory."""

@@ -7,7 +7,7 @@ updates the free columns in place.
 
 from __future__ import annotations
 
-from collections.abc import Iterable, Iterator, Sequence
+from collections.abc import Callable, Hashable, Iterable, Iterator, Sequence
 from dataclasses import dataclass, replace
 from operator import itemgetter
 
@@ -51,6 +51,7 @@ class ClusterIndex:
         self._pods_on_row: dict[int, set[str]] = {}
         self._version = 0
         self._topology_version = 0
+        self._static_vectors: dict[Hashable, tuple[int, np.ndarray]] = {}
         self._recent_rows: list[tuple[list[str], int, IntVec]] = []
         self._row_span = 0
         self._numa_cache: tuple[int, tuple[int, ...]] = (-1, ())
@@ -65,6 +66,18 @@ class ClusterIndex:
     def topology_version(self) -> int:
         """Bumped when nodes or devices change (not on allocations): for caching static data."""
         return self._topology_version
+
+    def static_vector(
+        self, key: Hashable, build: Callable[[ClusterIndex], np.ndarray]
+    ) -> np.ndarray:
+        """A per-row vector derived from the inventory only (labels, say), built once and
+        kept until nodes or devices change. Policies cache here, not in themselves, so
+        the cache can never outlive or confuse the index it describes."""
+        cached = self._static_vectors.get(key)
+        if cached is None or cached[0] != self._topology_version:
+            cached = (self._topology_version, build(self))
+            self._static_vectors[key] = cached
+        return cached[1]
 
     @property
     def numa_values(self) -> tuple[int, ...]:

@@ -37,19 +37,18 @@ class LabelPriority(NeutralDevices):
     def __init__(self, label: str = DEFAULT_LABEL, name: str = "label-priority") -> None:
         self.name = name
         self.label = label
-        self._cache: tuple[int, int, FloatVec] = (-1, -1, np.zeros(0))
 
     def values(self, index: ClusterIndex) -> FloatVec:
         """The label value of every row (NaN where missing, unreadable or empty)."""
-        key = (id(index), index.topology_version)
-        if self._cache[:2] != key:
-            values = np.full(index.cols.rows, np.nan)
-            for name in index.node_names():
-                row = index.row_of(name)
-                if row is not None:
-                    values[row] = label_value(index.inventory(name).labels, self.label)[0]
-            self._cache = (key[0], key[1], values)
-        return self._cache[2]
+        return index.static_vector(("label", self.label), self._read_labels)
+
+    def _read_labels(self, index: ClusterIndex) -> FloatVec:
+        values = np.full(index.cols.rows, np.nan)
+        for name in index.node_names():
+            row = index.row_of(name)
+            if row is not None:
+                values[row] = label_value(index.inventory(name).labels, self.label)[0]
+        return values
 
     def score_nodes(self, index: ClusterIndex, request: PodRequest, rows: IntVec) -> FloatVec:
         scores: FloatVec = self.values(index)[rows]

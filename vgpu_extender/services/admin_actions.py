@@ -107,10 +107,20 @@ class InventoryChange:
 
 
 def replace_inventory(
-    cluster: ClusterState, inventory: InventoryService, nodes: Sequence[NodeInventory]
+    cluster: ClusterState,
+    inventory: InventoryService,
+    nodes: Sequence[NodeInventory],
+    *,
+    kube: KubeClient | None,
 ) -> InventoryChange:
     """Make ``nodes`` the whole inventory. Raises ``ConflictError`` (changing nothing)
-    when a node left out still holds pods, ``StoreError`` when the store refuses."""
+    with a cluster, whose node annotations are the inventory, or when a node left out
+    still holds pods; ``StoreError`` when the store refuses."""
+    if kube is not None:
+        raise ConflictError(
+            "the inventory comes from the device plugin's node annotations while the "
+            "extender runs with a cluster; PUT /api/v1/inventory is for standalone mode"
+        )
     listed = {node.name for node in nodes}
     with cluster.lock:
         gone = sorted(set(cluster.index.node_names()) - listed)

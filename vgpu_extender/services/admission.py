@@ -33,7 +33,8 @@ IGNORE_VALUE = "ignore"
 #: Schedulers whose pods the webhook takes over (HAMi's force-overwrite default).
 REPLACEABLE_SCHEDULERS = frozenset({"", "default-scheduler"})
 PRIORITY_ENV = "CUDA_TASK_PRIORITY"
-_KINDS = (("initContainers", True), ("containers", False))
+#: Init containers first: the order of ``PodRequest.containers``.
+_KINDS = ("initContainers", "containers")
 
 
 @dataclass(frozen=True, slots=True)
@@ -147,7 +148,7 @@ def _containers(spec: Mapping[str, Any]) -> list[tuple[str, Mapping[str, Any]]]:
     """(JSON pointer, container) for every container, init containers first: the order
     of ``PodRequest.containers``."""
     found: list[tuple[str, Mapping[str, Any]]] = []
-    for kind, _init in _KINDS:
+    for kind in _KINDS:
         items = spec.get(kind)
         if isinstance(items, Sequence) and not isinstance(items, str):
             found.extend(

@@ -265,32 +265,3 @@ class InventoryService:
             view.annotations.get(vendor.cordon_annotation),
             tuple(sorted(view.labels.items())),
         )
-
-
-@dataclass(frozen=True, slots=True)
-class NodeSummary:
-    """What the admin API shows of one node."""
-
-    name: str
-    devices: int
-    healthy: int
-    pods: int
-    problem: str
-    labels: Mapping[str, str]
-
-
-def summarize(cluster: ClusterState) -> list[NodeSummary]:
-    """Every node of the index, by name."""
-    with cluster.lock:
-        index = cluster.index
-        return [
-            NodeSummary(
-                name=name,
-                devices=len(index.inventory(name).devices),
-                healthy=sum(d.healthy for d in index.inventory(name).devices),
-                pods=len(index.pods_on(name)),
-                problem=index.inventory(name).problem,
-                labels=dict(index.inventory(name).labels),
-            )
-            for name in sorted(index.node_names())
-        ]

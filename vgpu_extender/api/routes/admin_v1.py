@@ -154,12 +154,6 @@ def put_inventory(body: InventoryIn, runtime: RuntimeDep) -> InventoryChangeOut:
     Nodes left out are forgotten, unless pods still hold their GPUs (409). With a
     cluster, inventory comes from the device plugin's node annotations: 409.
     """
-    if runtime.kube is not None:
-        raise HTTPException(
-            status.HTTP_409_CONFLICT,
-            "the inventory comes from the device plugin's node annotations while the "
-            "extender runs with a cluster; PUT /api/v1/inventory is for standalone mode",
-        )
     try:
         nodes = parse_inventory_document(
             body.model_dump(),
@@ -167,7 +161,9 @@ def put_inventory(body: InventoryIn, runtime: RuntimeDep) -> InventoryChangeOut:
             split_count=runtime.settings.split_count,
             where="body",
         )
-        change = admin_actions.replace_inventory(runtime.cluster, runtime.inventory, nodes)
+        change = admin_actions.replace_inventory(
+            runtime.cluster, runtime.inventory, nodes, kube=runtime.kube
+        )
     except (InventoryError, store.StoreInputError) as exc:
         raise HTTPException(status.HTTP_400_BAD_REQUEST, str(exc)) from None
     except (admin_actions.ConflictError, store.StoreConflict, AllocationError) as exc:

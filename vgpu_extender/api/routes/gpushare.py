@@ -14,37 +14,11 @@ from fastapi import APIRouter, HTTPException, Path, status
 from fastapi.responses import JSONResponse
 
 from vgpu_extender import store
-from vgpu_extender.api.schemas import (
-    GpushareDeviceOut,
-    GpushareInspectOut,
-    GpushareNodeOut,
-    GpusharePodOut,
-)
+from vgpu_extender.api.schemas import ErrorOut, GpushareInspectOut, GpushareNodeOut
 from vgpu_extender.api.verbs import RuntimeDep
 from vgpu_extender.services import admin
 
 router = APIRouter(prefix="/gpushare-scheduler", tags=["gpushare"])
-
-
-def _node(report: admin.NodeReport) -> GpushareNodeOut:
-    return GpushareNodeOut(
-        name=report.name,
-        totalGPU=report.memory_mib,
-        usedGPU=report.memory_used_mib,
-        devs=[
-            GpushareDeviceOut(
-                id=d.index,
-                uuid=d.uuid,
-                totalGPU=d.memory_mib,
-                usedGPU=d.memory_used_mib,
-                pods=[
-                    GpusharePodOut(name=p.name, namespace=p.namespace, usedGPU=p.memory_mib)
-                    for p in d.pods
-                ],
-            )
-            for d in report.devices
-        ],
-    )
 
 
 def _inspect(runtime: RuntimeDep, node: str | None) -> JSONResponse:
@@ -57,14 +31,14 @@ def _inspect(runtime: RuntimeDep, node: str | None) -> JSONResponse:
     if node is not None and not reports:
         body = GpushareInspectOut(nodes=[], error=f"node {node!r} is not registered")
         return JSONResponse(body.model_dump(), status_code=status.HTTP_404_NOT_FOUND)
-    body = GpushareInspectOut(nodes=[_node(r) for r in reports])
+    body = GpushareInspectOut(nodes=[GpushareNodeOut.of(r) for r in reports])
     return JSONResponse(body.model_dump(exclude_none=True))
 
 
 @router.get(
     "/inspect",
     response_model=GpushareInspectOut,
-    responses={503: {"model": GpushareInspectOut}},
+    responses={503: {"model": ErrorOut}},
 )
 def inspect_all(runtime: RuntimeDep) -> JSONResponse:
     """Every node and GPU with the pods on it."""
@@ -74,7 +48,10 @@ def inspect_all(runtime: RuntimeDep) -> JSONResponse:
 @router.get(
     "/inspect/{node}",
     response_model=GpushareInspectOut,
-    responses={404: {"model": GpushareInspectOut, "description": "Unknown node."}},
+    responses={
+        404: {"model": GpushareInspectOut, "description": "Unknown node."},
+        503: {"model": ErrorOut},
+    },
 )
 def inspect_node(
     node: Annotated[str, Path(min_length=1, max_length=253)], runtime: RuntimeDep
