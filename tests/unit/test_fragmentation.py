@@ -143,6 +143,30 @@ def test_device_ranking_minimises_fragmentation(request_: PodRequest, expected_f
     assert chosen.containers[0][0].uuid == f"a-gpu{expected_first}"  # type: ignore[union-attr]
 
 
+@pytest.mark.parametrize(
+    ("raw_devices", "expected_first"),
+    [
+        pytest.param(True, 1, id="raw change: gpu1 leaves 20, gpu0 would leave 30"),
+        pytest.param(False, 0, id="paper: both score 57, the lowest index wins"),
+    ],
+)
+def test_devices_are_told_apart_below_one_score_point(
+    raw_devices: bool, expected_first: int
+) -> None:
+    # Free 330 and 320, typical pod 310, pod 300: F before 320 (gpu1 too small).
+    # On gpu0 -> [30, 320]: F 30, delta 290. On gpu1 -> [330, 20]: F 20, delta 300.
+    index, node = gpu_node("n", [330, 320])
+    fgd = build_fragmentation(
+        PolicyOptions(typical_pods=((1.0, shape(310)),)), raw_devices=raw_devices
+    )
+    state = NodeState.of(index, index.row_of(node) or 0, SHARE_300)
+    for scored_first in (False, True):  # fresh, and from what scoring the node worked out
+        if scored_first:
+            fgd.score_nodes(index, SHARE_300, index.rows_of([node]))
+        ranked = fgd.rank_devices(state, SHARE_300.containers[0], [0, 1])
+        assert ranked[0] == expected_first
+
+
 def test_ranking_without_scoring_first_matches_ranking_after_scoring() -> None:
     index = two_nodes()
     scored, fresh = policy([(1.0, shape(500))]), policy([(1.0, shape(500))])

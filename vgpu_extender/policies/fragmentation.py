@@ -10,11 +10,12 @@ is tried at once. Nodes in equal states are scored once (``RowStates``). Host CP
 from the index; where it is untracked (UNLIMITED, as in the extender) it never limits a
 shape.
 
-Scores are the paper's integers, ``floor(100 * sigmoid(delta / 1000))``, and the device
-pick is the lowest-index device that reaches the best one; with ``host_pack = 0`` that
-replays the paper's FGD exactly. ``host_pack`` sends host-only pods, among nodes of equal
-score, to the node with the least free device capacity (docs/simulation.md has why, and
-why finer scores do worse).
+Node scores are the paper's integers, ``floor(100 * sigmoid(delta / 1000))``. Two
+refinements beat the paper's FGD on its own trace (docs/simulation.md): a node's devices
+are ranked by the raw ``delta`` (the paper takes the lowest-index device reaching the best
+integer score), and host-only pods, among nodes of equal score, go to the node with the
+least free device capacity. Without both it replays the paper's FGD exactly. Finer *node*
+scores do worse: they separate nodes by the small fragments host CPU decides.
 """
 
 from __future__ import annotations
@@ -59,6 +60,10 @@ class Fragmentation:
     #: about 40 milli tie, and ties go to the candidate order. Raw ``delta`` separates
     #: nodes by the tiny fragments their host CPU decides, which spreads pods (worse).
     quantize: bool = True
+    #: Rank a node's devices by the raw change, not the integer score. The node's host CPU
+    #: is the same whichever device is picked, so full resolution there has no CPU bias,
+    #: and it tells apart devices that the integer score lumps together.
+    raw_devices: bool = True
     #: Host-only pods: weight (below one score point) of preferring the node with the least
     #: free device capacity, so their CPU strands as little of it as possible. 0: none.
     host_pack: float = HOST_PACK
@@ -108,12 +113,13 @@ class Fragmentation:
         elif len(containers) == 1 and containers[0].count == 1:
             # Every device that fits is a real choice: score the node by its best one.
             per_device = one_device_after(d, shapes, stats, containers[0], cpu_after)
-            score = self._combine(before[:, None] - per_device)
-            score = np.where(np.isnan(score), -np.inf, score)
+            delta = np.where(np.isnan(per_device), -np.inf, before[:, None] - per_device)
+            score = self._combine(delta)
             best: FloatVec = np.max(score, axis=1)
             top = int(np.argmax(best))
             key = (*d.state_key(top), request.cpu_milli, containers[0], self._compiled[0])
-            self._ranked = (key, (-score[top]).tolist())
+            order = delta[top] if self.raw_devices else score[top]
+            self._ranked = (key, (-order).tolist())
             out: FloatVec = np.where(np.isfinite(best), best, np.nan)
             return out
         elif len(containers) == 1:
@@ -175,7 +181,7 @@ class Fragmentation:
         self, state: NodeState, container: ContainerRequest, candidates: Sequence[int]
     ) -> list[int]:
         """Candidates by the fragmentation their share leaves on the node, least first
-        (ties: lowest device index). With ``quantize``, by the paper's integer score."""
+        (ties: lowest device index); without ``raw_devices``, by the integer score."""
         if len(candidates) <= 1:
             return list(candidates)
         shapes = self.compiled()
@@ -192,8 +198,8 @@ class Fragmentation:
         stats = ClassStats.of(d, shapes)
         cpu_after = _cpu_after(d.cpu, state.pod_cpu_milli)
         after = one_device_after(d, shapes, stats, container, cpu_after)
-        before = stats.fragmentation(shapes, d.cpu)
-        score = self._combine(before[:, None] - after)
+        delta = stats.fragmentation(shapes, d.cpu)[:, None] - after
+        score = delta if self.raw_devices else self._combine(delta)
         key = np.where(np.isnan(score[0]), np.inf, -score[0]).tolist()
         return sorted(candidates, key=lambda s: (key[s], state.devices[s].index))
 
@@ -204,11 +210,19 @@ def _cpu_after(cpu: IntArr, request_cpu: int) -> IntArr:
 
 
 def build_fragmentation(
-    options: PolicyOptions, *, quantize: bool = True, host_pack: float = HOST_PACK
+    options: PolicyOptions,
+    *,
+    quantize: bool = True,
+    raw_devices: bool = True,
+    host_pack: float = HOST_PACK,
 ) -> Fragmentation:
-    """The policy from options: fixed typical pods when given, else learned online."""
-    if options.typical_pods:
-        return Fragmentation(
-            shapes=tuple(options.typical_pods), quantize=quantize, host_pack=host_pack
-        )
-    return Fragmentation(learner=ShapeCounter(), quantize=quantize, host_pack=host_pack)
+    """The policy from options: fixed typical pods when given, else learned online.
+    ``quantize=True, raw_devices=False, host_pack=0`` is the paper's FGD exactly."""
+    fixed = tuple(options.typical_pods)
+    return Fragmentation(
+        shapes=fixed,
+        learner=None if fixed else ShapeCounter(),
+        quantize=quantize,
+        raw_devices=raw_devices,
+        host_pack=host_pack,
+    )

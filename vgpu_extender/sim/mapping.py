@@ -78,7 +78,7 @@ def pod_request(pod: TracePod, uid: str) -> PodRequest:
         uid=uid,
         name=pod.name,
         containers=(container,),
-        selector=DeviceSelector(use_types=tuple(m.lower() for m in pod.models)),
+        selector=DeviceSelector(use_types=tuple(dict.fromkeys(m.lower() for m in pod.models))),
         cpu_milli=pod.cpu_milli,
         host_memory_mib=pod.memory_mib,
     )

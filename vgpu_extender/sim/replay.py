@@ -35,7 +35,7 @@ from vgpu_extender.sim.trace import (
 #: Policies only the simulator offers: FGD exactly as the paper ran it (to check the
 #: simulator against the published runs), and FGD scored by the raw change in milli.
 SIM_POLICIES: Mapping[str, PolicyFactory] = {
-    "fgd-paper": lambda options: build_fragmentation(options, host_pack=0.0),
+    "fgd-paper": lambda options: build_fragmentation(options, raw_devices=False, host_pack=0.0),
     "fgd-raw": lambda options: build_fragmentation(options, quantize=False, host_pack=0.0),
 }
 #: Where typical pods come from: the trace (the paper's 95 % rule) or learned online.

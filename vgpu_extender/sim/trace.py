@@ -93,7 +93,8 @@ def read_pods(path: Path) -> list[TracePod]:
                 memory_mib=_int(row, "memory_mib", path, line),
                 num_gpu=_int(row, "num_gpu", path, line),
                 gpu_milli=per_gpu_milli(_int(row, "gpu_milli", path, line)),
-                models=tuple(dict.fromkeys(m for m in spec.split("|") if m)),
+                # As written (a model may repeat): FGD's typical pods key on the spec text.
+                models=tuple(m for m in spec.split("|") if m),
             )
         )
     return pods
