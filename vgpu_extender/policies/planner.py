@@ -100,7 +100,13 @@ class Planner:
         self, request: PodRequest, candidates: Sequence[str], *, explain: bool = True
     ) -> tuple[str, PodAssignment] | FitResult:
         """The best node and its devices (decisive mode), or the fit result explaining why none."""
-        result = self.filter(request, candidates, explain=explain)
+        return self.best_of(request, self.filter(request, candidates, explain=explain))
+
+    def best_of(
+        self, request: PodRequest, result: FitResult
+    ) -> tuple[str, PodAssignment] | FitResult:
+        """The best of the nodes ``result`` found feasible, with its devices; otherwise
+        ``result`` itself, every node's reason added (it is changed in place)."""
         if not result.feasible:
             return result
         raw = self.scores(request, result.rows)

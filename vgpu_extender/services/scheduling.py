@@ -113,17 +113,16 @@ class SchedulingService:
             return FilterOutcome(feasible=list(candidates))
         with self._cluster.lock:
             result = self._cluster.planner.filter(request, candidates)
-            best = self._cluster.planner.best(request, result.feasible) if result.feasible else None
+            feasible = list(result.feasible)
+            best = self._cluster.planner.best_of(request, result)
         outcome = FilterOutcome()
-        _reject(outcome, result.rejections)
         if isinstance(best, tuple):
             chosen = best[0]
             outcome.feasible = [chosen]
-            for name in result.feasible:
+            for name in feasible:
                 if name != chosen:
                     outcome.failed[name] = NOT_CHOSEN
-        elif best is not None:
-            _reject(outcome, best.rejections)
+        _reject(outcome, result.rejections)
         return outcome
 
     def prioritize(
