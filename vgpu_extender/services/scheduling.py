@@ -76,13 +76,14 @@ class SchedulingService:
         if nodes:
             self._inventory.observe(nodes)
 
-    def filter(
+    def _managed_request(
         self,
         pod: Mapping[str, Any],
         candidates: Sequence[str],
-        *,
-        nodes: Sequence[NodeView | NodeRef] | None = None,
-    ) -> FilterOutcome:
+        nodes: Sequence[NodeView | NodeRef] | None,
+    ) -> PodRequest | FilterOutcome:
+        """The pod's request when it asks for managed devices; otherwise the finished
+        outcome (an error for an unreadable pod, every node for an unmanaged one)."""
         self.observe_nodes(nodes)
         try:
             request = self.parse(pod)
@@ -90,6 +91,18 @@ class SchedulingService:
             return FilterOutcome(error=f"pod {_pod_name(pod)}: {exc}")
         if not request.managed:
             return FilterOutcome(feasible=list(candidates))
+        return request
+
+    def filter(
+        self,
+        pod: Mapping[str, Any],
+        candidates: Sequence[str],
+        *,
+        nodes: Sequence[NodeView | NodeRef] | None = None,
+    ) -> FilterOutcome:
+        request = self._managed_request(pod, candidates, nodes)
+        if isinstance(request, FilterOutcome):
+            return request
         with self._cluster.lock:
             result = self._cluster.planner.filter(request, candidates)
         outcome = FilterOutcome(feasible=result.feasible)
@@ -104,13 +117,9 @@ class SchedulingService:
         nodes: Sequence[NodeView | NodeRef] | None = None,
     ) -> FilterOutcome:
         """Decisive mode: only the best node survives (HAMi's and the seed's behaviour)."""
-        self.observe_nodes(nodes)
-        try:
-            request = self.parse(pod)
-        except RequestError as exc:
-            return FilterOutcome(error=f"pod {_pod_name(pod)}: {exc}")
-        if not request.managed:
-            return FilterOutcome(feasible=list(candidates))
+        request = self._managed_request(pod, candidates, nodes)
+        if isinstance(request, FilterOutcome):
+            return request
         with self._cluster.lock:
             result = self._cluster.planner.filter(request, candidates)
             feasible = list(result.feasible)
