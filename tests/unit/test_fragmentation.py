@@ -12,9 +12,9 @@ import numpy as np
 import pytest
 
 from tests.support.builders import make_index, make_node, make_request, use
-from vgpu_extender.domain import ContainerRequest, PodRequest
+from vgpu_extender.domain import ContainerRequest, PodRequest, Reason
 from vgpu_extender.engine import ClusterIndex, NodeState, choose_devices
-from vgpu_extender.policies import PolicyOptions
+from vgpu_extender.policies import Planner, PlannerConfig, PolicyOptions, PolicyRegistry
 from vgpu_extender.policies.fragment_math import CompiledShapes, Devices, fragmentation
 from vgpu_extender.policies.fragmentation import Fragmentation, build_fragmentation
 from vgpu_extender.policies.row_states import RowStates
@@ -278,3 +278,24 @@ def test_row_states_group_equal_nodes_and_follow_changes() -> None:
     use(index, "b-held", "b", [(0, 700, 70)])
     first, inverse = states.group(index, rows)
     assert len(first) == 1 and inverse.tolist() == [0, 0]
+
+
+# --------------------------------------------------------------------------- replay needs
+def test_host_only_pods_meet_node_resources_fit_and_the_node_policy() -> None:
+    index = make_index(
+        make_node("small", 1, mem=1000, cores=100, count=10, type=G2, cpu_milli=2_000),
+        make_node("big", 1, mem=1000, cores=100, count=10, type=G2, cpu_milli=64_000),
+    )
+    cpu_pod = PodRequest(uid="cpu", containers=(ContainerRequest("c"),), cpu_milli=3_000)
+    registry = PolicyRegistry(PolicyOptions(typical_pods=((1.0, shape(500, cpu=2_000)),)))
+    config = PlannerConfig(
+        node_policy="fragmentation", device_policy="fragmentation", score_unmanaged=True
+    )
+    planner = Planner(index, registry, config)
+    result = planner.filter(cpu_pod, ["small", "big"])
+    assert result.feasible == ["big"]
+    assert result.rejections["small"].reason is Reason.CPU
+    quiet = planner.filter(cpu_pod, ["small", "big"], explain=False)
+    assert quiet.feasible == ["big"] and quiet.rejections == {}
+    scores = planner.scores(cpu_pod, index.rows_of(["small", "big"]))
+    assert not np.isnan(scores).any()  # scored by the node policy, not the label fallback
