@@ -178,3 +178,47 @@ def test_scores_of_one_node_skip_the_fallback() -> None:
     planner = Planner(cluster())
     rows = planner.index.rows_of(["idle"])
     assert planner.scores(make_request(1, mem=100), rows).tolist() == [0.0]
+
+
+class _Recording:
+    """A policy that only records what it is told it placed."""
+
+    def __init__(self, name: str, seen: list[tuple[str, str]]) -> None:
+        self.name = name
+        self._seen = seen
+
+    def score_nodes(self, index: object, request: PodRequest, rows: object) -> object:
+        raise AssertionError("not scored here")
+
+    def rank_devices(self, state: object, container: object, candidates: list[int]) -> list[int]:
+        return list(candidates)
+
+    def observe(self, request: PodRequest) -> None:
+        self._seen.append((self.name, request.uid))
+
+
+@pytest.mark.parametrize(
+    ("node_policy", "device_policy", "expected"),
+    [
+        ("a", "b", [("a", "u1"), ("b", "u1")]),
+        ("a", "a", [("a", "u1")]),
+    ],
+    ids=["both-policies-learn", "one-policy-learns-once"],
+)
+def test_observe_tells_each_of_the_pods_policies_once(
+    node_policy: str, device_policy: str, expected: list[tuple[str, str]]
+) -> None:
+    from vgpu_extender.policies import PolicyOptions, PolicyRegistry
+
+    seen: list[tuple[str, str]] = []
+    registry = PolicyRegistry(
+        PolicyOptions(),
+        factories={name: (lambda _o, n=name: _Recording(n, seen)) for name in ("a", "b")},
+    )
+    planner = Planner(
+        ClusterIndex(),
+        registry,
+        PlannerConfig(node_policy=node_policy, device_policy=device_policy, fallback_policy=""),
+    )
+    planner.observe(make_request(uid="u1", count=1, mem=1000))
+    assert seen == expected

@@ -92,6 +92,14 @@ class Planner:
         scores[known] = to_extender_scores(self.scores(request, rows[known]))
         return list(zip(candidates, scores.tolist(), strict=True))
 
+    def observe(self, request: PodRequest) -> None:
+        """Tell the pod's policies it was placed (``fragmentation`` learns its typical
+        pods from these)."""
+        node_policy, device_policy = self.node_policy(request), self.device_policy(request)
+        node_policy.observe(request)
+        if device_policy is not node_policy:
+            device_policy.observe(request)
+
     def choose(self, request: PodRequest, node: str) -> PodAssignment | Rejection:
         """The devices ``request`` gets on ``node`` under its device policy."""
         return choose_devices(self.index, request, node, self.device_policy(request).rank_devices)

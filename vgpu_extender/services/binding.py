@@ -181,6 +181,8 @@ class BindingService:
             except store.StoreError as exc:
                 raise BindError(f"bind {args.key}: {exc}") from None
             self._cluster.apply(args.uid, chosen)
+            with self._cluster.lock:
+                self._cluster.planner.observe(request)
             return chosen
         raise BindError(f"bind {args.key}: node {args.node} no longer fits: {last}")
 
