@@ -14,13 +14,13 @@ from pathlib import Path
 from typing import Annotated, Any
 
 import typer
-from pydantic import ValidationError
 
 from device_plugins.agent import DevicePluginAgent, splitting_from
 from device_plugins.discovery import DiscoveryBackend, DiscoveryError, make_backend
 from device_plugins.inventory import register_annotation, to_devices
 from device_plugins.kube import KubeAccessError, KubernetesGateway
 from device_plugins.settings import DevicePluginSettings
+from vgpu_extender.settings_cli import settings_or_exit
 from vgpu_extender.vendors.nvidia.config import NvidiaConfig
 
 app = typer.Typer(add_completion=False, help=__doc__)
@@ -28,17 +28,7 @@ app = typer.Typer(add_completion=False, help=__doc__)
 
 def load_settings(overrides: dict[str, Any]) -> DevicePluginSettings:
     """Environment first, flags on top; a bad value exits with the field named."""
-    given = {key: value for key, value in overrides.items() if value is not None}
-    try:
-        return DevicePluginSettings(**given)
-    except ValidationError as exc:
-        lines = [
-            f"  {'.'.join(str(p) for p in err['loc']) or 'settings'}: {err['msg']}"
-            + (f" (got {err['input']!r})" if err.get("input") is not None and err["loc"] else "")
-            for err in exc.errors()
-        ]
-        typer.echo("invalid settings:\n" + "\n".join(lines), err=True)
-        raise typer.Exit(2) from None
+    return settings_or_exit(DevicePluginSettings, overrides)
 
 
 def describe(backend: DiscoveryBackend, settings: DevicePluginSettings) -> str:

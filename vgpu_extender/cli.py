@@ -18,10 +18,10 @@ from pathlib import Path
 from typing import Annotated, Any
 
 import typer
-from pydantic import ValidationError
 
 from vgpu_extender import inspect_cli
 from vgpu_extender.settings import Settings
+from vgpu_extender.settings_cli import settings_or_exit
 
 app = typer.Typer(
     add_completion=False,
@@ -32,17 +32,7 @@ app = typer.Typer(
 
 def load_settings(overrides: dict[str, Any]) -> Settings:
     """Environment first, flags on top; a bad value exits with the field named."""
-    given = {key: value for key, value in overrides.items() if value is not None}
-    try:
-        return Settings(**given)
-    except ValidationError as exc:
-        lines = [
-            f"  {'.'.join(str(p) for p in err['loc']) or 'settings'}: {err['msg']}"
-            + (f" (got {err['input']!r})" if err.get("input") is not None and err["loc"] else "")
-            for err in exc.errors()
-        ]
-        typer.echo("invalid settings:\n" + "\n".join(lines), err=True)
-        raise typer.Exit(2) from None
+    return settings_or_exit(Settings, overrides)
 
 
 @app.command()
