@@ -1,58 +1,341 @@
-"""Scheduling cycles per second through a real extender process, SQLite and PostgreSQL.
+"""Whole scheduling cycles per second, as kube-scheduler drives them, SQLite and PostgreSQL.
 
-One cycle is what kube-scheduler does per pod: filter, prioritize, then bind on the
-best node; bind reserves in the store, annotates the pod, creates the Binding and
-records an Event through a Kubernetes API (the test API server, in this process).
-The cluster has 1,000 nodes of 8 GPUs, registered by their device-plugin annotation;
-each pod asks for one GPU share. Cycles run one after the other, as kube-scheduler's
-scheduling loop does, and the extender runs in its own process.
+Three processes, as in a cluster: the extender (``vgpu-extender serve``, its store on
+SQLite or PostgreSQL), the test Kubernetes API server (holding 1,000 nodes of 8 GPUs,
+registered by their device-plugin annotation, and the pending pods, each asking for one
+GPU share), and this process in kube-scheduler's place.
 
-Run: ``python -m benchmarks.bind_throughput [--json PATH] [--quick]``.
-PostgreSQL comes from ``VGPU_BENCH_POSTGRES_URL`` (default: the test server); the case
-is skipped when none answers.
+This process does what kube-scheduler does per pod. The scheduling cycle runs one pod
+at a time: filter (every node's name, as with ``percentageOfNodesToScore: 100``, which
+the deployment sets), then prioritize the feasible nodes (skipped when only one is
+left, as kube-scheduler does), then pick the host with the highest score (the in-tree
+plugins would score these identical nodes alike; ties go to the first name, where
+kube-scheduler picks one at random). The binding cycle runs apart, as kube-scheduler's
+does in its own goroutine: the bind goes to one of ``--binders`` threads (16 by
+default), each with its own keep-alive connection, and the next pod's filter starts at
+once, overlapping the binds in flight. A pod's cycle starts only once a binder is
+free, so at most that many binds are in flight; ``--binders 1`` makes the cycles
+strictly serial, for comparison. The extender's bind writes the store, annotates the
+pod, creates the Binding and records an Event.
+
+The client is lean (``http.client`` keep-alive, msgspec), as Go's is, so the numbers
+are the extender's. ``cycles_per_s`` is pods / wall time from the first filter to the
+last bind answered; ``median_ms`` and ``p99_ms`` are per pod, filter sent to bind
+answered (retries included). A few unmeasured pods warm the extender up first.
+With binds in flight, a node can fill up between a pod's filter and its bind (the
+extender learns of a placement only when its bind arrives): the bind is refused and
+the pod goes round again, as kube-scheduler requeues it; ``refused`` counts those.
+A pod refused five times, or a broken connection, fails the run; afterwards every pod
+must be bound, on the API server, to the host chosen for it and carry its device
+annotation, or the run fails. ``--quick`` is a smoke run (100
+nodes, 40 pods), not a measurement.
+
+Run: ``python -m benchmarks.bind_throughput [--binders N ...] [--json PATH] [--quick]``.
+PostgreSQL comes from ``VGPU_BENCH_POSTGRES_URL`` (default: the test server); its rows
+are skipped, with a warning, when none answers.
 """
 
 from __future__ import annotations
 
+import argparse
+import http.client
 import os
+import queue
+import sys
+import threading
 import time
 import uuid
+from collections import Counter, deque
 from collections.abc import Iterator, Sequence
-from contextlib import contextmanager
+from contextlib import AbstractContextManager, contextmanager, nullcontext
+from dataclasses import dataclass
 from pathlib import Path
 from tempfile import TemporaryDirectory
 from typing import Any
+from urllib.parse import urlsplit
 
-import httpx
 import msgspec
 import sqlalchemy
 
-from benchmarks.common import median, parse_args, percentile, print_table, write_json
-from tests.support.apiserver import FakeApiServer
-from tests.support.server import (
-    bind_args,
-    node_json,
-    pod_json,
-    spawn_extender,
-    write_kubeconfig,
-)
+from benchmarks.common import argument_parser, median, percentile, print_table, write_json
+from tests.support.apiserver_process import ApiServerProcess
+from tests.support.server import bind_args, node_json, pod_json, spawn_extender, write_kubeconfig
 
-NODES = 1_000
 GPUS = 8
+DEFAULT_BINDERS = 16
+ALLOCATED = "hami.io/vgpu-devices-allocated"
 DEFAULT_POSTGRES = "postgresql+psycopg://postgres@127.0.0.1:5432/test"
+JSON_HEADERS = {"Content-Type": "application/json"}
+NODES_TIMEOUT_S = 120.0
+#: Binds of one pod refused before the run fails (kube-scheduler would keep retrying).
+MAX_ATTEMPTS = 5
 
 
+@dataclass(frozen=True)
+class Size:
+    nodes: int
+    pods: int  # measured
+    warmup: int  # pods scheduled first, not measured
+
+
+FULL = Size(nodes=1_000, pods=1_000, warmup=20)
+# The extender's start-up grows with the nodes: a smoke run keeps them few.
+QUICK = Size(nodes=100, pods=40, warmup=5)
+
+
+# ------------------------------------------------------------------------------ wire
+class FilterResult(msgspec.Struct):
+    NodeNames: list[str] | None = None
+    Error: str = ""
+
+
+class HostPriority(msgspec.Struct):
+    Host: str
+    Score: int
+
+
+class BindResult(msgspec.Struct):
+    Error: str = ""
+
+
+FILTER = msgspec.json.Decoder(FilterResult)
+PRIORITIES = msgspec.json.Decoder(list[HostPriority])
+BIND = msgspec.json.Decoder(BindResult)
+ENCODE = msgspec.json.Encoder()
+
+
+class Connection:
+    """One keep-alive connection to the extender; anything but HTTP 200 raises."""
+
+    def __init__(self, url: str) -> None:
+        address = urlsplit(url)
+        self._http = http.client.HTTPConnection(address.hostname or "", address.port, timeout=60)
+
+    def post(self, path: str, body: bytes) -> bytes:
+        self._http.request("POST", path, body=body, headers=JSON_HEADERS)
+        response = self._http.getresponse()
+        data = response.read()
+        if response.status != 200:
+            raise RuntimeError(f"{path}: HTTP {response.status}: {data[:500]!r}")
+        return data
+
+    def close(self) -> None:
+        self._http.close()
+
+
+def best_host(scores: Sequence[HostPriority]) -> str:
+    """The highest score wins; ties go to the first name, so runs repeat."""
+    return min(scores, key=lambda s: (-s.Score, s.Host)).Host
+
+
+# ------------------------------------------------------------------------------ binding
+class Binders:
+    """The binding cycles: ``count`` threads, each on its own connection, bind in
+    hand-off order and note when each pod's bind was answered.
+
+    A refused bind sends its pod back to the scheduling queue, as kube-scheduler does
+    (a node may fill up between a pod's filter and its bind while other binds are in
+    flight); a pod refused ``MAX_ATTEMPTS`` times, or a broken connection, fails the run.
+    """
+
+    def __init__(self, url: str, count: int) -> None:
+        self._jobs: queue.SimpleQueue[tuple[dict[str, Any], bytes, int] | None] = (
+            queue.SimpleQueue()
+        )
+        self._free = threading.Semaphore(count)
+        self._answered = threading.Condition()
+        self._retries: list[tuple[dict[str, Any], int]] = []
+        self.attempts: Counter[str] = Counter()
+        self.refused = 0
+        self.bound = 0
+        self.in_flight = 0
+        self.latencies_ms: list[float] = []
+        self.last_answer_ns = 0
+        self.failure: str | None = None
+        self._threads = [
+            threading.Thread(target=self._work, args=(url,), name=f"binder-{i}", daemon=True)
+            for i in range(count)
+        ]
+        for thread in self._threads:
+            thread.start()
+
+    def reserve(self) -> None:
+        """Wait for a free binder: at most ``count`` binds are in flight."""
+        self._free.acquire()
+
+    def hand_off(self, pod: dict[str, Any], body: bytes, started_ns: int) -> None:
+        """Bind ``pod`` on the binder ``reserve`` waited for."""
+        with self._answered:
+            self.in_flight += 1
+        self._jobs.put((pod, body, started_ns))
+
+    def requeued(self, *, wait: bool) -> list[tuple[dict[str, Any], int]]:
+        """Pods whose bind was refused (with when their first cycle started); with
+        ``wait``, first wait for some bind in flight to be answered."""
+        with self._answered:
+            if wait and not self._retries and self.in_flight and self.failure is None:
+                self._answered.wait()
+            retries, self._retries = self._retries, []
+        return retries
+
+    def finish(self) -> None:
+        """Wait for every bind handed off; the first failure, if any, raises."""
+        for _ in self._threads:
+            self._jobs.put(None)
+        for thread in self._threads:
+            thread.join()
+        if self.failure is not None:
+            raise RuntimeError(self.failure)
+
+    def _work(self, url: str) -> None:
+        connection = Connection(url)
+        try:
+            while (job := self._jobs.get()) is not None:
+                pod, body, started_ns = job
+                name = pod["metadata"]["name"]
+                broken = False
+                try:
+                    error = BIND.decode(connection.post("/bind", body)).Error
+                except Exception as exc:  # a dead connection fails the run, not the thread
+                    error, broken = f"{type(exc).__name__}: {exc}", True
+                answered_ns = time.perf_counter_ns()
+                with self._answered:
+                    self.in_flight -= 1
+                    self.attempts[name] += 1
+                    if not error:
+                        self.bound += 1
+                        self.latencies_ms.append((answered_ns - started_ns) / 1e6)
+                        self.last_answer_ns = max(self.last_answer_ns, answered_ns)
+                    elif broken or self.attempts[name] >= MAX_ATTEMPTS:
+                        self.failure = self.failure or f"bind of {name} failed: {error}"
+                    else:
+                        self.refused += 1
+                        self._retries.append((pod, started_ns))
+                    self._answered.notify_all()
+                self._free.release()
+        finally:
+            connection.close()
+
+
+# ------------------------------------------------------------------------------ scheduling
+@dataclass(frozen=True)
+class Run:
+    wall_s: float
+    latencies_ms: list[float]
+    hosts: dict[str, str]  # pod name -> the host its successful bind named
+    refused: int  # binds refused and retried
+
+
+def schedule(url: str, pods: Sequence[dict[str, Any]], names: list[str], binders: int) -> Run:
+    """Scheduling cycles one after the other, binding cycles handed to ``binders``;
+    refused pods go round again until every pod is bound."""
+    connection = Connection(url)
+    pool = Binders(url, binders)
+    hosts: dict[str, str] = {}
+    queued: deque[tuple[dict[str, Any], int | None]] = deque((pod, None) for pod in pods)
+    first_ns = time.perf_counter_ns()
+    try:
+        while pool.bound < len(pods) and pool.failure is None:
+            queued.extend(pool.requeued(wait=not queued))
+            if not queued:
+                continue
+            # With one binder the previous bind is answered before this filter: serial.
+            pool.reserve()
+            pod, first_started_ns = queued.popleft()
+            started_ns = time.perf_counter_ns()
+            body = ENCODE.encode({"Pod": pod, "Nodes": None, "NodeNames": names})
+            result = FILTER.decode(connection.post("/filter", body))
+            feasible = result.NodeNames or []
+            if result.Error or not feasible:
+                raise RuntimeError(f"filter found no node: {result.Error or 'empty answer'}")
+            host = feasible[0]
+            if len(feasible) > 1:
+                body = ENCODE.encode({"Pod": pod, "Nodes": None, "NodeNames": feasible})
+                host = best_host(PRIORITIES.decode(connection.post("/prioritize", body)))
+            hosts[pod["metadata"]["name"]] = host
+            bind = ENCODE.encode(bind_args(pod, host))
+            pool.hand_off(pod, bind, first_started_ns or started_ns)
+    finally:
+        connection.close()
+        pool.finish()
+    return Run((pool.last_answer_ns - first_ns) / 1e9, pool.latencies_ms, hosts, pool.refused)
+
+
+def check_bound(api: ApiServerProcess, hosts: dict[str, str]) -> None:
+    """Every pod is bound, on the API server, to its host and carries its devices."""
+    wrong: list[str] = []
+    seen = {p["metadata"]["name"]: p for p in api.pods()}
+    for name, host in hosts.items():
+        pod = seen.get(name, {})
+        node = pod.get("spec", {}).get("nodeName")
+        annotations = pod.get("metadata", {}).get("annotations") or {}
+        if node != host or ALLOCATED not in annotations:
+            wrong.append(
+                f"{name} (nodeName {node!r}, {ALLOCATED} present: {ALLOCATED in annotations})"
+            )
+    if wrong:
+        raise RuntimeError(
+            f"{len(wrong)} of {len(hosts)} pods are not bound as the extender answered, "
+            f"e.g. {', '.join(wrong[:5])}"
+        )
+
+
+def wait_for_nodes(url: str, pod: dict[str, Any], names: list[str]) -> None:
+    """The extender learns the nodes from its node watch: wait until it has them all."""
+    connection = Connection(url)
+    probe = ENCODE.encode({"Pod": pod, "Nodes": None, "NodeNames": names})
+    deadline = time.monotonic() + NODES_TIMEOUT_S
+    try:
+        while len(FILTER.decode(connection.post("/filter", probe)).NodeNames or []) < len(names):
+            if time.monotonic() > deadline:
+                raise RuntimeError(f"the extender did not learn the {len(names)} nodes")
+            time.sleep(0.2)
+    finally:
+        connection.close()
+
+
+def cycles(database: str, folder: Path, size: Size, binders: int) -> Run:
+    """The measured run on a fresh cluster, extender and ``database``."""
+    names = [f"gpu-node-{i:04d}" for i in range(size.nodes)]
+    nodes = [node_json(n, gpus=GPUS, mem=81920, model="NVIDIA-A100-SXM4-80GB") for n in names]
+    # 80 such pods fit a node (8 GPUs x 10 shares, 10 x 8000 MiB): room for them all.
+    objects = [
+        pod_json(f"bench-{i:05d}", mem=8000, cores=10) for i in range(size.warmup + size.pods)
+    ]
+    # Each bind changes its pod twice or more: keep every change for the extender's watch.
+    history = 10 * len(objects) + len(nodes)
+    with ApiServerProcess.start(nodes=nodes, pods=objects, history_limit=history) as api:
+        extender = spawn_extender(
+            env={
+                "VGPU_DATABASE_URL": database,
+                "VGPU_KUBECONFIG": str(write_kubeconfig(folder / "kubeconfig", api.url)),
+                "VGPU_LOG_LEVEL": "WARNING",
+            },
+            log=folder / "extender.log",
+        )
+        try:
+            wait_for_nodes(extender.url, objects[0], names)
+            warm = schedule(extender.url, objects[: size.warmup], names, binders)
+            measured = schedule(extender.url, objects[size.warmup :], names, binders)
+        finally:
+            extender.stop()
+        check_bound(api, {**warm.hosts, **measured.hosts})
+    return measured
+
+
+# ------------------------------------------------------------------------------ stores
 @contextmanager
 def postgres_database() -> Iterator[str | None]:
-    """A throw-away database on the benchmark's PostgreSQL server, or None."""
+    """A throw-away database on the benchmark's PostgreSQL server, or None (with a warning)."""
     server = os.environ.get("VGPU_BENCH_POSTGRES_URL", DEFAULT_POSTGRES)
     name = f"vgpu_bench_{uuid.uuid4().hex[:12]}"
     admin = sqlalchemy.create_engine(server, isolation_level="AUTOCOMMIT")
     try:
         with admin.connect() as conn:
             conn.execute(sqlalchemy.text(f'CREATE DATABASE "{name}"'))
-    except sqlalchemy.exc.SQLAlchemyError:
+    except sqlalchemy.exc.SQLAlchemyError as exc:
         admin.dispose()
+        print(f"PostgreSQL not reachable, its rows are skipped: {exc}", file=sys.stderr)
         yield None
         return
     try:
@@ -67,81 +350,73 @@ def postgres_database() -> Iterator[str | None]:
         admin.dispose()
 
 
-def cycles(database: str, folder: Path, pods: int) -> list[float]:
-    """Milliseconds per filter -> prioritize -> bind cycle."""
-    with FakeApiServer() as api:
-        names = [f"gpu-node-{i:04d}" for i in range(NODES)]
-        for name in names:
-            api.add_node(node_json(name, gpus=GPUS, mem=81920, model="NVIDIA-A100-SXM4-80GB"))
-        objects = [api.add_pod(pod_json(f"bench-{i:05d}", mem=8000, cores=10)) for i in range(pods)]
-        extender = spawn_extender(
-            env={
-                "VGPU_DATABASE_URL": database,
-                "VGPU_KUBECONFIG": str(write_kubeconfig(folder / "kubeconfig", api.url)),
-                "VGPU_LOG_LEVEL": "WARNING",
-            },
-            log=folder / "extender.log",
-        )
-        try:
-            client = httpx.Client(base_url=extender.url, timeout=60.0)
-            # The extender learns the nodes from its node watch: wait until it has them all.
-            probe = msgspec.json.encode({"Pod": objects[0], "NodeNames": names})
-            while len(client.post("/filter", content=probe).json()["NodeNames"]) < NODES:
-                time.sleep(0.2)
-            samples: list[float] = []
-            for pod in objects:
-                body = msgspec.json.encode({"Pod": pod, "Nodes": None, "NodeNames": names})
-                start = time.perf_counter_ns()
-                feasible = client.post("/filter", content=body).json()["NodeNames"]
-                scores = client.post(
-                    "/prioritize",
-                    content=msgspec.json.encode({"Pod": pod, "NodeNames": feasible}),
-                ).json()
-                best = max(scores, key=lambda s: (s["Score"], s["Host"]))["Host"]
-                answer = client.post("/bind", content=msgspec.json.encode(bind_args(pod, best)))
-                samples.append((time.perf_counter_ns() - start) / 1e6)
-                if answer.json()["Error"]:
-                    raise RuntimeError(f"bind failed: {answer.json()['Error']}")
-            client.close()
-            return samples
-        finally:
-            extender.stop()
-
-
-def run(*, quick: bool) -> list[dict[str, Any]]:
-    pods = 20 if quick else 300
+def run(size: Size, binders: Sequence[int]) -> list[dict[str, Any]]:
+    """One row per store and binder count, each on a fresh cluster and database."""
     results: list[dict[str, Any]] = []
-    with TemporaryDirectory() as tmp, postgres_database() as postgres:
-        backends = {"sqlite": f"sqlite:///{Path(tmp) / 'bench.db'}"}
-        if postgres is not None:
-            backends["postgresql"] = postgres
-        for backend, url in backends.items():
-            folder = Path(tmp) / backend
-            folder.mkdir()
-            samples = cycles(url, folder, pods)
-            results.append(
-                {
-                    "case": "filter+prioritize+bind",
-                    "backend": backend,
-                    "nodes": NODES,
-                    "mode": "names",
-                    "samples": len(samples),
-                    "cycles_per_s": round(1000.0 * len(samples) / sum(samples), 1),
-                    "median_ms": round(median(samples), 3),
-                    "p99_ms": round(percentile(samples, 99.0), 3),
-                }
-            )
+    with TemporaryDirectory() as tmp:
+        for store in ("sqlite", "postgresql"):
+            for count in binders:
+                folder = Path(tmp) / f"{store}-{count}"
+                folder.mkdir()
+                database: AbstractContextManager[str | None] = (
+                    nullcontext(f"sqlite:///{folder / 'bench.db'}")
+                    if store == "sqlite"
+                    else postgres_database()
+                )
+                with database as url:
+                    if url is None:
+                        break
+                    measured = cycles(url, folder, size, count)
+                results.append(
+                    {
+                        "case": "filter+prioritize+bind",
+                        "store": store,
+                        "nodes": size.nodes,
+                        "mode": "names",
+                        "binders": count,
+                        "pods": len(measured.latencies_ms),
+                        "cycles_per_s": round(len(measured.latencies_ms) / measured.wall_s, 1),
+                        "median_ms": round(median(measured.latencies_ms), 3),
+                        "p99_ms": round(percentile(measured.latencies_ms, 99.0), 3),
+                        "refused": measured.refused,
+                    }
+                )
     return results
 
 
+def parse(argv: Sequence[str] | None) -> argparse.Namespace:
+    parser = argument_parser(__doc__ or "")
+    parser.add_argument(
+        "--binders",
+        type=int,
+        nargs="+",
+        default=[DEFAULT_BINDERS],
+        metavar="N",
+        help=f"binds in flight at once; one row per value (default {DEFAULT_BINDERS}, 1: serial)",
+    )
+    options = parser.parse_args(argv)
+    if min(options.binders) < 1:
+        parser.error("--binders: every value must be at least 1")
+    return options
+
+
 def main(argv: Sequence[str] | None = None) -> int:
-    options = parse_args(__doc__ or "", argv)
-    results = run(quick=options.quick)
+    options = parse(argv)
+    size = QUICK if options.quick else FULL
+    results = run(size, options.binders)
     print_table(
-        f"bind cycles, {NODES} nodes x {GPUS} GPUs, test API server",
-        ("backend", "cycles/s", "median ms", "p99 ms", "samples"),
+        f"bind cycles, {size.nodes} nodes x {GPUS} GPUs, test API server in its own process",
+        ("store", "binders", "pods", "cycles/s", "median ms", "p99 ms", "refused"),
         [
-            (r["backend"], r["cycles_per_s"], r["median_ms"], r["p99_ms"], r["samples"])
+            (
+                r["store"],
+                r["binders"],
+                r["pods"],
+                r["cycles_per_s"],
+                r["median_ms"],
+                r["p99_ms"],
+                r["refused"],
+            )
             for r in results
         ],
     )

@@ -16,14 +16,18 @@ from rich.console import Console
 from rich.table import Table
 
 
-def parse_args(description: str, argv: Sequence[str] | None = None) -> argparse.Namespace:
-    """The options every benchmark takes: ``--json PATH`` and ``--quick``."""
+def argument_parser(description: str) -> argparse.ArgumentParser:
+    """The options every benchmark takes: ``--json PATH`` and ``--quick``; add your own."""
     parser = argparse.ArgumentParser(description=description)
     parser.add_argument("--json", type=Path, metavar="PATH", help="write the results here")
     parser.add_argument(
         "--quick", action="store_true", help="fewer repetitions (a smoke run, not a measurement)"
     )
-    return parser.parse_args(argv)
+    return parser
+
+
+def parse_args(description: str, argv: Sequence[str] | None = None) -> argparse.Namespace:
+    return argument_parser(description).parse_args(argv)
 
 
 def measure(

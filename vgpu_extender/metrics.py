@@ -225,7 +225,7 @@ class Metrics:
         )
         self.events_dropped = Counter(
             "vgpu_extender_events_dropped",
-            "Unschedulable outcomes not reported because the event queue was full",
+            "Pod Events not recorded because their queue was full (unschedulable, bind)",
             registry=registry,
         )
         self.leader = Gauge(

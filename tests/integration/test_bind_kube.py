@@ -79,6 +79,7 @@ def test_bind_annotates_binds_with_uid_and_records_an_event(
     expected = f"{rows[0].device_uuid},NVIDIA,4000,30:;"
     assert annotations["hami.io/vgpu-devices-allocated"] == expected
     assert annotations["hami.io/vgpu-devices-to-allocate"] == expected
+    _eventually(lambda: bool(cluster.events), "the bind's Event was posted")
     reasons = [e["reason"] for e in cluster.events]
     assert reasons == ["BindingSucceed"]
 
@@ -115,6 +116,7 @@ def test_a_failure_after_the_insert_removes_the_rows(
     assert _rows(running, pod["metadata"]["uid"]) == []
     assert running.runtime.cluster.index.allocation(pod["metadata"]["uid"]) is None
     assert not cluster.bindings
+    _eventually(lambda: bool(cluster.events), "the bind's Event was posted")
     assert [e["reason"] for e in cluster.events] == ["BindingFailed"]
     # Nothing was lost either: the retry kube-scheduler makes goes through.
     assert running.verb("/bind", bind_args(pod, NODE)) == {"Error": ""}

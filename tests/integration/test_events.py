@@ -134,6 +134,7 @@ def test_bind_records_its_outcome_on_the_pod(
     error = running.verb("/bind", bind_args(pod, "t4-1"))["Error"]
     assert bool(error) is fails
     reason = "BindingFailed" if fails else "BindingSucceed"
+    _eventually(lambda: bool(_events(cluster, reason)))
     [event] = _events(cluster, reason)
     assert event["involvedObject"]["name"] == "web"
     assert event["type"] == ("Warning" if fails else "Normal")

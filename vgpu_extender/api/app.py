@@ -56,7 +56,7 @@ def create_app(
         lifespan=lifespan,
     )
     app.state.settings = resolved
-    app.include_router(extender.router)
+    app.add_middleware(extender.SchedulerVerbs)
     install_operations(app, resolved)
     app.include_router(health.router)
     app.include_router(metrics.router)
@@ -64,4 +64,6 @@ def create_app(
     app.include_router(admin_v1.router)
     app.include_router(gpushare.router)
     app.add_exception_handler(Exception, exception_handler)
+    schema = app.openapi
+    app.openapi = lambda: extender.document(schema())  # type: ignore[method-assign]
     return app

@@ -117,6 +117,8 @@ class Operations:
             runtime.scheduling, _FilterReport(metrics, reporter)
         )
         runtime.binding = ObservedBinding(runtime.binding, _BindReport(metrics))
+        if runtime.events is not None:
+            runtime.events.count_drops(metrics.events_dropped.inc)
         event.listen(runtime.engine, "handle_error", self._store_error)
         metrics.add_collector(
             AllocationCollector(
@@ -247,7 +249,7 @@ def install(app: FastAPI, settings: Settings) -> Operations:
     return operations
 
 
-def get_operations(request: Request) -> Operations:
+async def get_operations(request: Request) -> Operations:
     operations: Operations = request.app.state.operations
     return operations
 

@@ -22,7 +22,7 @@ bearer = HTTPBearer(auto_error=False, description="The extender's admin_token (V
 _CHALLENGE = {"WWW-Authenticate": "Bearer"}
 
 
-def get_settings(request: Request) -> Settings:
+async def get_settings(request: Request) -> Settings:
     settings: Settings = request.app.state.settings
     return settings
 
@@ -32,7 +32,7 @@ def token_matches(given: str, expected: str) -> bool:
     return hmac.compare_digest(given.encode("utf-8"), expected.encode("utf-8"))
 
 
-def require_admin(
+async def require_admin(
     settings: Annotated[Settings, Depends(get_settings)],
     credentials: Annotated[HTTPAuthorizationCredentials | None, Depends(bearer)],
 ) -> None:

@@ -8,36 +8,32 @@ for preempt), never a 4xx or 5xx.
 
 from __future__ import annotations
 
-import functools
 import logging
-from collections.abc import Awaitable, Callable
-from typing import Annotated, ParamSpec
+from typing import Annotated
 
 from fastapi import Depends, Request, Response
+from starlette.types import Receive, Scope
 
 from vgpu_extender.api import wire
 from vgpu_extender.services.preemption import PreemptOutcome
 from vgpu_extender.services.runtime import Runtime
 from vgpu_extender.services.scheduling import FilterOutcome
+from vgpu_extender.settings import Settings
 
 logger = logging.getLogger(__name__)
 
 JSON = "application/json"
 _LOOPBACK = frozenset({"127.0.0.1", "::1", "localhost"})
 
-_P = ParamSpec("_P")
 
-
-def get_runtime(request: Request) -> Runtime:
+async def get_runtime(request: Request) -> Runtime:
+    """``async`` on purpose, like every dependency here: FastAPI runs a plain ``def``
+    dependency in the thread pool, a hop that costs more than a whole filter."""
     runtime: Runtime = request.app.state.runtime
     return runtime
 
 
 RuntimeDep = Annotated[Runtime, Depends(get_runtime)]
-
-
-def ok(content: bytes) -> Response:
-    return Response(content=content, media_type=JSON)
 
 
 def error_body(verb: str, message: str) -> bytes:
@@ -51,73 +47,52 @@ def error_body(verb: str, message: str) -> bytes:
     return wire.encode_filter(None, FilterOutcome(error=message))
 
 
-async def read_body(request: Request, runtime: Runtime, verb: str) -> bytes:
-    """The raw body, refused (``WireError``) when too large or from a non-loopback
-    client while the verbs are served to localhost only."""
-    settings = runtime.settings
+def _header(scope: Scope, name: bytes) -> str | None:
+    for key, value in scope["headers"]:
+        if key == name:
+            return str(value.decode("latin-1"))
+    return None
+
+
+async def read_body(scope: Scope, receive: Receive, settings: Settings, verb: str) -> bytes | None:
+    """The raw body (None when the client went away), refused (``WireError``) when too
+    large or from a non-loopback client while the verbs are served to localhost only."""
     if settings.verbs_localhost_only:
-        host = request.client.host if request.client is not None else ""
+        client = scope.get("client")
+        host = client[0] if client else ""
         if host not in _LOOPBACK:
             raise wire.WireError(
                 f"{verb}: the scheduler verbs are served to loopback clients only "
                 f"(verbs_localhost_only); client {host!r}"
             )
     limit = settings.max_body_bytes
-    declared = request.headers.get("content-length")
+    declared = _header(scope, b"content-length")
     if declared is not None and declared.isdigit() and int(declared) > limit:
         raise wire.WireError(f"{verb}: body of {declared} bytes exceeds max_body_bytes={limit}")
     chunks: list[bytes] = []
     size = 0
-    async for chunk in request.stream():
+    more = True
+    while more:
+        message = await receive()
+        if message["type"] == "http.disconnect":
+            return None
+        chunk: bytes = message.get("body", b"")
         size += len(chunk)
         if size > limit:
             raise wire.WireError(f"{verb}: body exceeds max_body_bytes={limit}")
         chunks.append(chunk)
-    body = b"".join(chunks)
+        more = message.get("more_body", False)
+    body = chunks[0] if len(chunks) == 1 else b"".join(chunks)
     if not body.strip():
         raise wire.WireError(f"{verb}: the body is empty; expected a JSON object")
     return body
 
 
-def verb(
-    name: str,
-) -> Callable[[Callable[_P, Awaitable[Response]]], Callable[_P, Awaitable[Response]]]:
-    """Answer bad input and unexpected errors of a verb with 200 and the verb's error."""
-
-    def decorate(handler: Callable[_P, Awaitable[Response]]) -> Callable[_P, Awaitable[Response]]:
-        @functools.wraps(handler)
-        async def wrapped(*args: _P.args, **kwargs: _P.kwargs) -> Response:
-            try:
-                return await handler(*args, **kwargs)
-            except wire.WireError as exc:
-                logger.info("%s: bad request: %s", name, exc)
-                return ok(error_body(name, str(exc)))
-            except Exception as exc:  # never a 5xx for kube-scheduler
-                logger.exception("%s failed", name)
-                return ok(error_body(name, f"{name}: internal error: {type(exc).__name__}: {exc}"))
-
-        return wrapped
-
-    return decorate
-
-
-def verb_of_path(path: str) -> str | None:
-    """The verb a request path names (``/scheduler/filter`` -> ``filter``)."""
-    last = path.rstrip("/").rsplit("/", 1)[-1]
-    aliases = {"priority": "prioritize", "filter_onlyone": "filter", "noop": "filter"}
-    last = aliases.get(last, last)
-    return last if last in ("filter", "prioritize", "bind", "preempt") else None
-
-
 async def exception_handler(request: Request, exc: Exception) -> Response:
-    """The backstop for errors raised outside a verb's own handler."""
-    name = verb_of_path(request.url.path)
-    if name is None:
-        logger.exception("request to %s failed", request.url.path, exc_info=exc)
-        return Response(
-            content=wire.encode_bind(f"internal error: {type(exc).__name__}"),
-            status_code=500,
-            media_type=JSON,
-        )
-    logger.exception("%s failed", name, exc_info=exc)
-    return ok(error_body(name, f"{name}: internal error: {type(exc).__name__}: {exc}"))
+    """The backstop for errors of the other endpoints (the verbs answer their own)."""
+    logger.exception("request to %s failed", request.url.path, exc_info=exc)
+    return Response(
+        content=wire.encode_bind(f"internal error: {type(exc).__name__}"),
+        status_code=500,
+        media_type=JSON,
+    )

@@ -17,6 +17,7 @@ from typing import Any
 
 import msgspec
 
+from vgpu_extender.api.repeats import NameLists, ScoreLayouts
 from vgpu_extender.services.binding import BindRequest
 from vgpu_extender.services.inventory import NodeRef, NodeView
 from vgpu_extender.services.preemption import NodeVictims, PreemptOutcome, Victim
@@ -58,7 +59,7 @@ class _NodeList(msgspec.Struct, gc=False):
 class _ArgsExact(msgspec.Struct, gc=False):
     Pod: dict[str, Any] | msgspec.UnsetType | None = _UNSET
     Nodes: _NodeList | msgspec.UnsetType | None = _UNSET
-    NodeNames: list[str] | msgspec.UnsetType | None = _UNSET
+    NodeNames: Raw | msgspec.UnsetType = _UNSET  # decoded through _NAME_LISTS
 
 
 _ARGS_EXACT = msgspec.json.Decoder(_ArgsExact)
@@ -66,9 +67,12 @@ _TOP = msgspec.json.Decoder(dict[str, Raw])
 _NODE_HEAD = msgspec.json.Decoder(_NodeHead)
 _NODE_NAME = msgspec.json.Decoder(_NodeName)
 _NODE_LIST = msgspec.json.Decoder(_NodeList | None)
-_NAMES = msgspec.json.Decoder(list[str] | None)
+_NAMES = msgspec.json.Decoder(list[str])
 _ANY = msgspec.json.Decoder()
 _ENCODER = msgspec.json.Encoder()
+_NAME_LISTS = NameLists()
+_SCORE_LAYOUTS = ScoreLayouts()
+_NULL = b"null"
 
 
 # ---------------------------------------------------------------------------- decoding
@@ -77,13 +81,16 @@ class ExtenderArgs:
     """The filter/prioritize body: the pod, and its candidates by name or as objects.
 
     ``raw_nodes`` are the Node objects as received (``nodeCacheCapable: false``), in the
-    same order as ``nodes``; ``names`` lists the candidate names in either mode.
+    same order as ``nodes``; ``names`` lists the candidate names in either mode (a tuple
+    shared by every request that sent the same list, see ``repeats``), and
+    ``names_json`` is the ``NodeNames`` array as received, when there was one.
     """
 
     pod: dict[str, Any]
-    names: list[str]
+    names: Sequence[str]
     nodes: list[NodeRef] | None = None
     raw_nodes: list[Raw] | None = None
+    names_json: bytes | None = None
 
     @property
     def cache_mode(self) -> bool:
@@ -163,10 +170,28 @@ def _load_view(item: Raw, position: int, what: str) -> NodeView:
     )
 
 
-def _args(pod: Any, nodes: _NodeList | None, names: list[str] | None, what: str) -> ExtenderArgs:
+def _names(raw: Raw | None, what: str) -> tuple[bytes, tuple[str, ...]] | None:
+    """The NodeNames array's bytes and names; None for an absent or null field."""
+    if raw is None:
+        return None
+    data = bytes(raw)
+    if data == _NULL:
+        return None
+    try:
+        return data, _NAME_LISTS.names(data, _NAMES.decode)
+    except msgspec.DecodeError as exc:
+        raise _fail(exc, f"{what}: field NodeNames") from None
+
+
+def _args(
+    pod: Any, nodes: _NodeList | None, names: tuple[bytes, tuple[str, ...]] | None, what: str
+) -> ExtenderArgs:
     checked = _pod(pod, what)
-    if names is not None or nodes is None:
-        return ExtenderArgs(checked, names or [])
+    if names is not None:
+        data, listed = names
+        return ExtenderArgs(checked, listed, names_json=data)
+    if nodes is None:
+        return ExtenderArgs(checked, ())
     items = nodes.items or []
     views = _views(items, what)
     return ExtenderArgs(checked, [v.name for v in views], views, list(items))
@@ -187,7 +212,7 @@ def decode_args(body: bytes, *, what: str = "filter") -> ExtenderArgs:
         return _decode_args_folded(body, what)
     assert not isinstance(exact.Nodes, msgspec.UnsetType)
     assert not isinstance(exact.NodeNames, msgspec.UnsetType)
-    return _args(exact.Pod, exact.Nodes, exact.NodeNames, what)
+    return _args(exact.Pod, exact.Nodes, _names(exact.NodeNames, what), what)
 
 
 def _decode_args_folded(body: bytes, what: str) -> ExtenderArgs:
@@ -197,10 +222,7 @@ def _decode_args_folded(body: bytes, what: str) -> ExtenderArgs:
         pod = _ANY.decode(pod_raw) if pod_raw is not None else None
     except msgspec.DecodeError as exc:
         raise _fail(exc, f"{what}: field Pod") from None
-    try:
-        names = _NAMES.decode(names_raw) if names_raw is not None else None
-    except msgspec.DecodeError as exc:
-        raise _fail(exc, f"{what}: field NodeNames") from None
+    names = _names(names_raw, what)
     try:
         nodes = _NODE_LIST.decode(nodes_raw) if nodes_raw is not None else None
     except msgspec.DecodeError as exc:
@@ -321,7 +343,12 @@ def encode_filter(args: ExtenderArgs | None, outcome: FilterOutcome) -> bytes:
             ],
         }
     elif not outcome.error:
-        result["NodeNames"] = outcome.feasible
+        everyone = args is not None and len(outcome.feasible) == len(args.names)
+        if everyone and args is not None and args.names_json is not None:
+            # Feasible names are in input order, so all of them is the array received.
+            result["NodeNames"] = Raw(args.names_json)
+        else:
+            result["NodeNames"] = outcome.feasible
     result["FailedNodes"] = outcome.failed
     result["FailedAndUnresolvableNodes"] = outcome.unresolvable
     result["Error"] = outcome.error
@@ -335,7 +362,11 @@ class HostPriority(msgspec.Struct, gc=False):
 
 def encode_priorities(priorities: Priorities) -> bytes:
     """HostPriorityList: integer scores (Go rejects ``5.0``)."""
-    return _ENCODER.encode(list(map(HostPriority, priorities.hosts, priorities.scores)))
+    laid_out = _SCORE_LAYOUTS.encode(priorities.hosts, priorities.scores)
+    if laid_out is not None:
+        return laid_out
+    scores = priorities.scores.tolist()
+    return _ENCODER.encode(list(map(HostPriority, priorities.hosts, scores)))
 
 
 def encode_bind(error: str) -> bytes:

@@ -52,7 +52,7 @@ class ClusterIndex:
         self._version = 0
         self._topology_version = 0
         self._static_vectors: dict[Hashable, tuple[int, np.ndarray]] = {}
-        self._recent_rows: list[tuple[list[str], int, IntVec]] = []
+        self._recent_rows: list[tuple[Sequence[str], int, IntVec]] = []
         self._row_span = 0
         self._numa_cache: tuple[int, tuple[int, ...]] = (-1, ())
 
@@ -116,14 +116,18 @@ class ClusterIndex:
         """
         if not names:
             return np.zeros(0, dtype=np.int64)
-        # kube-scheduler sends prioritize the list filter returned: comparing lists of equal
-        # strings is far cheaper than hashing every name again.
+        # kube-scheduler sends the same lists again and again: the HTTP layer hands a
+        # repeated list over as the same tuple (found by identity), and comparing lists
+        # of equal strings is still far cheaper than hashing every name again.
         for cached_names, version, cached_rows in self._recent_rows:
-            if version == self._topology_version and cached_names == names:
+            if version == self._topology_version and (
+                cached_names is names or cached_names == names
+            ):
                 return cached_rows
         rows = self._lookup_rows(names)
         rows.flags.writeable = False
-        self._recent_rows = [(list(names), self._topology_version, rows), *self._recent_rows[:1]]
+        kept = names if isinstance(names, tuple) else list(names)  # a copy unless immutable
+        self._recent_rows = [(kept, self._topology_version, rows), *self._recent_rows[:1]]
         return rows
 
     def _lookup_rows(self, names: Sequence[str]) -> IntVec:

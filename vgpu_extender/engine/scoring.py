@@ -9,22 +9,29 @@ import numpy.typing as npt
 MAX_EXTENDER_PRIORITY = 10
 
 
-def to_extender_scores(raw: npt.NDArray[np.float64]) -> list[int]:
-    """Min-max scale raw scores (higher is better) to integers 0..10.
+def extender_score_vector(raw: npt.NDArray[np.float64]) -> npt.NDArray[np.int64]:
+    """Min-max scale raw scores (higher is better) to integers 0..10, as a vector.
 
     Equal raw scores all get the maximum: none is preferred. NaN counts as the worst.
     """
-    if len(raw) == 0:
-        return []
     values = np.asarray(raw, dtype=np.float64)
+    if len(values) == 0:
+        return np.zeros(0, dtype=np.int64)
     values = np.where(np.isnan(values), -np.inf, values)  # infinities stay infinite
-    finite = values[np.isfinite(values)]
-    if len(finite) == 0:
-        return [0] * len(values)
-    lo, hi = float(finite.min()), float(finite.max())
+    finite = np.isfinite(values)
+    if not finite.any():
+        return np.zeros(len(values), dtype=np.int64)
+    lo, hi = float(values[finite].min()), float(values[finite].max())
     if hi <= lo:
-        return [MAX_EXTENDER_PRIORITY if np.isfinite(v) else 0 for v in values]
+        return np.where(finite, MAX_EXTENDER_PRIORITY, 0).astype(np.int64)
     clipped = np.clip(values, lo, hi)
-    scaled = np.rint((clipped - lo) * MAX_EXTENDER_PRIORITY / (hi - lo))
-    result: list[int] = scaled.astype(np.int64).tolist()
-    return result
+    scaled: npt.NDArray[np.int64] = np.rint(
+        (clipped - lo) * MAX_EXTENDER_PRIORITY / (hi - lo)
+    ).astype(np.int64)
+    return scaled
+
+
+def to_extender_scores(raw: npt.NDArray[np.float64]) -> list[int]:
+    """``extender_score_vector`` as a list of ints."""
+    scores: list[int] = extender_score_vector(raw).tolist()
+    return scores

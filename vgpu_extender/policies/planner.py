@@ -13,7 +13,13 @@ from dataclasses import dataclass
 import numpy as np
 
 from vgpu_extender.domain import PodAssignment, PodRequest, Reason, Rejection
-from vgpu_extender.engine import ClusterIndex, FitResult, choose_devices, fit, to_extender_scores
+from vgpu_extender.engine import (
+    ClusterIndex,
+    FitResult,
+    choose_devices,
+    extender_score_vector,
+    fit,
+)
 from vgpu_extender.policies.base import FloatVec, IntVec, Policy
 from vgpu_extender.policies.label_priority import LabelPriority
 from vgpu_extender.policies.registry import PolicyRegistry
@@ -89,7 +95,7 @@ class Planner:
         rows = self.index.rows_of(candidates)
         known = np.flatnonzero(rows >= 0)
         scores = np.zeros(len(candidates), dtype=np.int64)
-        scores[known] = to_extender_scores(self.scores(request, rows[known]))
+        scores[known] = extender_score_vector(self.scores(request, rows[known]))
         return list(zip(candidates, scores.tolist(), strict=True))
 
     def observe(self, request: PodRequest) -> None:

@@ -6,7 +6,8 @@
    another replica got there first the index learns the node from the store and the
    choice is made again.
 3. Patch HAMi's annotations (under HAMi's node lock when configured), create the
-   Binding with the pod UID, mark the rows bound, record an Event.
+   Binding with the pod UID, mark the rows bound, queue an Event (posted by the
+   recorder's worker, not waited for).
 4. Any failure after the insert deletes the rows and releases the lock.
 
 Without Kubernetes (standalone) the allocation is recorded as bound at once.
@@ -19,13 +20,15 @@ from collections.abc import Callable
 from dataclasses import dataclass
 from datetime import UTC, datetime
 
+from sqlalchemy import Engine
 from sqlalchemy.orm import Session, sessionmaker
 
 from vgpu_extender import store
 from vgpu_extender.domain import PodAssignment, PodRequest, RequestError
-from vgpu_extender.kube import AlreadyBound, KubeClient, KubeError, NodeLock
+from vgpu_extender.kube import AlreadyBound, EventType, KubeClient, KubeError, NodeLock
 from vgpu_extender.kube import objects as kobj
 from vgpu_extender.services.cluster import ClusterState
+from vgpu_extender.services.event_recorder import EventRecorder
 from vgpu_extender.services.pod_cache import PodCache
 
 logger = logging.getLogger(__name__)
@@ -66,17 +69,23 @@ class BindingService:
         self,
         *,
         cluster: ClusterState,
+        engine: Engine,
         sessions: sessionmaker[Session],
         pod_cache: PodCache,
         kube: KubeClient | None = None,
+        events: EventRecorder | None = None,
         node_lock: NodeLock | None = None,
         retries: int = 3,
         clock: Callable[[], datetime] = lambda: datetime.now(UTC),
     ) -> None:
         self._cluster = cluster
+        # The bind's own transactions run on bare connections: the store writes rows
+        # with Core statements, so a session's bookkeeping would be pure overhead.
+        self._engine = engine
         self._sessions = sessions
         self._pods = pod_cache
         self._kube = kube
+        self._events = events
         self._node_lock = node_lock
         self._retries = retries
         self._clock = clock
@@ -157,9 +166,9 @@ class BindingService:
                     f"bind {args.key}: node {args.node} cannot take the pod: {chosen.message()}"
                 )
             try:
-                with self._sessions.begin() as session:
+                with self._engine.begin() as connection:
                     store.reserve(
-                        session,
+                        connection,
                         pod_uid=args.uid,
                         namespace=args.namespace,
                         name=args.pod_name,
@@ -167,7 +176,7 @@ class BindingService:
                         now=self._clock(),
                     )
                     if self._kube is None:
-                        store.mark_bound(session, pod_uid=args.uid, now=self._clock())
+                        store.mark_bound(connection, pod_uid=args.uid, now=self._clock())
             except store.AlreadyAllocated as exc:
                 if not self._drop_stale_reservation(args, exc):
                     raise BindError(f"bind {args.key}: {exc.detail}") from None
@@ -191,8 +200,8 @@ class BindingService:
         unbound (checked in step 1), is undone so the retry can proceed."""
         if self._kube is None or exc.state != store.AllocationState.RESERVED.value:
             return False
-        with self._sessions.begin() as session:
-            store.delete_reservation(session, pod_uid=args.uid)
+        with self._engine.begin() as connection:
+            store.delete_reservation(connection, pod_uid=args.uid)
         self._cluster.release(args.uid)
         logger.info("bind %s: dropped the reservation of an earlier attempt", args.key)
         return True
@@ -220,24 +229,25 @@ class BindingService:
         except Exception as exc:  # any failure after the insert must undo it
             self._undo(args, locked)
             message = f"bind {args.key} to {args.node}: {exc}"
-            self._kube.create_event(
+            self._record(args, "BindingFailed", message, "Warning")
+            return message
+        self._mark_bound(args, assignment)
+        devices = ",".join(assignment.device_uuids)
+        self._record(args, "BindingSucceed", f"bound to {args.node} with devices {devices}")
+        return ""
+
+    def _record(
+        self, args: BindRequest, reason: str, message: str, type: EventType = "Normal"
+    ) -> None:
+        if self._events is not None:
+            self._events.record(
                 namespace=args.namespace,
                 pod=args.pod_name,
                 uid=args.uid,
-                reason="BindingFailed",
+                reason=reason,
                 message=message,
-                type="Warning",
+                type=type,
             )
-            return message
-        self._mark_bound(args, assignment)
-        self._kube.create_event(
-            namespace=args.namespace,
-            pod=args.pod_name,
-            uid=args.uid,
-            reason="BindingSucceed",
-            message=f"bound to {args.node} with devices {','.join(assignment.device_uuids)}",
-        )
-        return ""
 
     def _bind_in_kube(self, args: BindRequest) -> None:
         """A pod that asks for no managed device: bind it, nothing to record."""
@@ -258,14 +268,14 @@ class BindingService:
 
     def _try_mark_bound(self, args: BindRequest, assignment: PodAssignment) -> None:
         try:
-            with self._sessions.begin() as session:
-                store.mark_bound(session, pod_uid=args.uid, now=self._clock())
+            with self._engine.begin() as connection:
+                store.mark_bound(connection, pod_uid=args.uid, now=self._clock())
         except store.StoreConflict:
             # The reservation expired while the bind was in flight; the pod is bound
             # now, so the allocation is a fact: record it as such.
-            with self._sessions.begin() as session:
+            with self._engine.begin() as connection:
                 store.import_assignment(
-                    session,
+                    connection,
                     pod_uid=args.uid,
                     namespace=args.namespace,
                     name=args.pod_name,
@@ -276,8 +286,8 @@ class BindingService:
 
     def _undo(self, args: BindRequest, locked: bool) -> None:
         try:
-            with self._sessions.begin() as session:
-                store.delete_reservation(session, pod_uid=args.uid)
+            with self._engine.begin() as connection:
+                store.delete_reservation(connection, pod_uid=args.uid)
         except store.StoreError as exc:
             # The rows stay reserved; reconcile releases them once the TTL has passed.
             logger.error("bind %s: reservation not undone: %s", args.key, exc)

@@ -12,10 +12,6 @@ per ``repeat_after_s``, not one per scheduling attempt.
 
 from __future__ import annotations
 
-import contextlib
-import logging
-import queue
-import threading
 import time
 from collections import Counter, OrderedDict
 from collections.abc import Callable, Mapping
@@ -24,9 +20,8 @@ from typing import Any
 
 from vgpu_extender.domain import Reason
 from vgpu_extender.kube import KubeClient
+from vgpu_extender.services.background import QueueWorker
 from vgpu_extender.services.scheduling import FilterOutcome
-
-logger = logging.getLogger(__name__)
 
 #: Reason values, longest first, so a prefix match finds the most specific one.
 _REASONS = sorted((r.value for r in Reason), key=len, reverse=True)
@@ -107,54 +102,30 @@ class UnschedulableReporter:
     ) -> None:
         self._kube = kube
         self._on_counts = on_counts
-        self._on_drop = on_drop
         self._repeat_after_s = repeat_after_s
-        self._queue: queue.Queue[_Unschedulable | None] = queue.Queue(maxsize=capacity)
         self._remembered = remembered
         self._monotonic = monotonic
         self._last: OrderedDict[str, tuple[str, float]] = OrderedDict()
-        self._thread: threading.Thread | None = None
+        self._worker: QueueWorker[_Unschedulable] = QueueWorker(
+            self._handle_item,
+            name="vgpu-events",
+            capacity=capacity,
+            on_drop=on_drop,
+        )
 
     # ----------------------------------------------------------------- the verb's side
     def submit(self, pod: Mapping[str, Any], total: int, outcome: FilterOutcome) -> None:
-        try:
-            self._queue.put_nowait(_Unschedulable(PodRef.of(pod), total, outcome))
-        except queue.Full:
-            self._on_drop()
+        self._worker.submit(_Unschedulable(PodRef.of(pod), total, outcome))
 
     # ----------------------------------------------------------------- the worker
     def start(self) -> None:
-        if self._thread is None:
-            self._thread = threading.Thread(target=self._run, name="vgpu-events", daemon=True)
-            self._thread.start()
+        self._worker.start()
 
     def stop(self, timeout_s: float = 2.0) -> None:
-        if self._thread is None:
-            return
-        with contextlib.suppress(queue.Full):
-            self._queue.put(None, timeout=timeout_s)
-        self._thread.join(timeout_s)
-        self._thread = None
+        self._worker.stop(timeout_s)
 
-    def drain(self) -> None:
-        """Handle everything queued, in the caller's thread (tests, or a stopped worker)."""
-        while True:
-            try:
-                item = self._queue.get_nowait()
-            except queue.Empty:
-                return
-            if item is not None:
-                self.handle(item.pod, item.total, item.outcome)
-
-    def _run(self) -> None:
-        while True:
-            item = self._queue.get()
-            if item is None:
-                return
-            try:
-                self.handle(item.pod, item.total, item.outcome)
-            except Exception:  # one bad outcome must not end the reporting
-                logger.exception("reporting an unschedulable pod failed")
+    def _handle_item(self, item: _Unschedulable) -> None:
+        self.handle(item.pod, item.total, item.outcome)
 
     def handle(self, pod: PodRef | None, total: int, outcome: FilterOutcome) -> str:
         """Count one outcome and record its Event; returns the summary."""

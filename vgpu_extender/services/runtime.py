@@ -1,8 +1,9 @@
 """Everything one extender process runs, built from ``Settings`` and started in order.
 
 Start: migrate the store, rebuild the index from it, register the standalone inventory
-(demo or file), reconcile with Kubernetes and start the watches. Stop: the watches,
-then the database engine. Built by the HTTP app's lifespan, never at import.
+(demo or file), start the bind Event recorder, reconcile with Kubernetes and start the
+watches. Stop: the recorder (posting what it still holds), the watches, then the
+database engine. Built by the HTTP app's lifespan, never at import.
 """
 
 from __future__ import annotations
@@ -21,6 +22,7 @@ from vgpu_extender.policies import PlannerConfig, PolicyOptions
 from vgpu_extender.services.binding import BindingService
 from vgpu_extender.services.cluster import ClusterState
 from vgpu_extender.services.demo import demo_inventory
+from vgpu_extender.services.event_recorder import EventRecorder
 from vgpu_extender.services.inventory import InventoryService, load_inventory_file
 from vgpu_extender.services.pod_cache import PodCache
 from vgpu_extender.services.preemption import PreemptionService
@@ -58,6 +60,7 @@ class Runtime:
     binding: BindingService
     preemption: PreemptionService
     kube: KubeClient | None
+    events: EventRecorder | None
     sync: SyncService | None
 
     @classmethod
@@ -86,6 +89,7 @@ class Runtime:
         inventory = InventoryService(
             cluster=cluster, sessions=sessions, split_count=settings.split_count, clock=clock
         )
+        events = EventRecorder(kube) if kube is not None else None
         node_lock = (
             NodeLock(kube, timeout=timedelta(seconds=settings.node_lock_timeout_s))
             if kube is not None and settings.hami_node_lock
@@ -113,15 +117,18 @@ class Runtime:
             scheduling=SchedulingService(cluster=cluster, pod_cache=pods, inventory=inventory),
             binding=BindingService(
                 cluster=cluster,
+                engine=engine,
                 sessions=sessions,
                 pod_cache=pods,
                 kube=kube,
+                events=events,
                 node_lock=node_lock,
                 retries=settings.bind_retries,
                 clock=clock,
             ),
             preemption=PreemptionService(cluster=cluster),
             kube=kube,
+            events=events,
             sync=sync,
         )
 
@@ -142,11 +149,15 @@ class Runtime:
             )
             self.inventory.register(inventories, source="file")
             logger.info("inventory file: %d nodes", len(inventories))
+        if self.events is not None:
+            self.events.start()
         if self.sync is not None:
             self.sync.start()
 
     def stop(self) -> None:
         try:
+            if self.events is not None:
+                self.events.stop()  # after the last bind: posts what it queued
             if self.sync is not None:
                 self.sync.stop()
         finally:

@@ -13,9 +13,10 @@ from dataclasses import dataclass, field
 from typing import Any
 
 import numpy as np
+import numpy.typing as npt
 
 from vgpu_extender.domain import PodAssignment, PodRequest, Rejection, RequestError
-from vgpu_extender.engine import to_extender_scores
+from vgpu_extender.engine import extender_score_vector
 from vgpu_extender.services.cluster import ClusterState
 from vgpu_extender.services.inventory import InventoryService, NodeRef, NodeView
 from vgpu_extender.services.pod_cache import PodCache
@@ -31,7 +32,7 @@ class Priorities:
     """Integer scores 0..10, one per host, in the order of the request."""
 
     hosts: Sequence[str]
-    scores: list[int]
+    scores: npt.NDArray[np.int64]
 
 
 @dataclass(slots=True)
@@ -146,24 +147,25 @@ class SchedulingService:
 
         The planner's raw scores are scaled here into one int vector rather than
         through ``Planner.prioritize``'s (name, score) pairs: at 5,000 nodes the pairs
-        cost more than the scoring itself, and the wire wants two columns anyway.
+        cost more than the scoring itself, and the wire encoder writes the vector
+        straight into its answer.
         """
         self.observe_nodes(nodes)
         try:
             request = self.parse(pod)
         except RequestError as exc:
             logger.warning("prioritize: pod %s: %s", _pod_name(pod), exc)
-            return Priorities((), [])
+            return Priorities((), np.zeros(0, dtype=np.int64))
         planner = self._cluster.planner
         with self._cluster.lock:
             rows = planner.index.rows_of(candidates)
             known = rows >= 0
             if known.all():  # the usual case: no copy, no scatter
-                return Priorities(candidates, to_extender_scores(planner.scores(request, rows)))
+                return Priorities(candidates, extender_score_vector(planner.scores(request, rows)))
             scores = np.zeros(len(candidates), dtype=np.int64)
             if known.any():
-                scores[known] = to_extender_scores(planner.scores(request, rows[known]))
-        return Priorities(candidates, scores.tolist())
+                scores[known] = extender_score_vector(planner.scores(request, rows[known]))
+        return Priorities(candidates, scores)
 
     def choose(self, request: PodRequest, node: str) -> PodAssignment | Rejection:
         with self._cluster.lock:

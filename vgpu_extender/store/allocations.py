@@ -1,17 +1,20 @@
 """Allocation life cycle after the reservation: bind, release, expiry, and reads.
 
-Every function works inside the caller's session and transaction; none commits.
+Every function works inside the caller's session and transaction; none commits. The
+per-pod writes of a bind (mark bound, delete reservation) and release also take a bare
+connection in a transaction.
 """
 
 from __future__ import annotations
 
 from datetime import datetime
 
-from sqlalchemy import delete, select, update
+from sqlalchemy import bindparam, delete, select, update
 from sqlalchemy.orm import Session
 
+from vgpu_extender.store.database import Unit, connection_of
 from vgpu_extender.store.errors import StoreConflict, store_operation
-from vgpu_extender.store.models import AllocationModel, DeviceModel
+from vgpu_extender.store.models import AllocationModel, Base, DeviceModel
 from vgpu_extender.store.records import LIVE_STATES, Allocation, AllocationState, StoredPod
 from vgpu_extender.store.reservations import aware
 from vgpu_extender.store.rows import stored_pods, to_allocation
@@ -20,57 +23,51 @@ _RESERVED = AllocationState.RESERVED.value
 _BOUND = AllocationState.BOUND.value
 _RELEASED = AllocationState.RELEASED.value
 
+# The per-pod writes of every bind and release: Core statements on the table, built
+# once, so nothing goes through the ORM's identity map on the hot path.
+_a = Base.metadata.tables["allocations"]
+_MARK_BOUND = (
+    update(_a)
+    .where(_a.c.pod_uid == bindparam("uid"), _a.c.state == _RESERVED)
+    .values(state=_BOUND, bound_at=bindparam("stamp"), updated_at=bindparam("stamp"))
+)
+_ANY_BOUND = select(_a.c.id).where(_a.c.pod_uid == bindparam("uid"), _a.c.state == _BOUND).limit(1)
+_DELETE_RESERVED = delete(_a).where(_a.c.pod_uid == bindparam("uid"), _a.c.state == _RESERVED)
+_RELEASE = (
+    update(_a)
+    .where(_a.c.pod_uid == bindparam("uid"), _a.c.state.in_(LIVE_STATES))
+    .values(state=_RELEASED, released_at=bindparam("stamp"), updated_at=bindparam("stamp"))
+)
+
 
 @store_operation("mark bound")
-def mark_bound(session: Session, *, pod_uid: str, now: datetime | None = None) -> int:
+def mark_bound(session: Unit, *, pod_uid: str, now: datetime | None = None) -> int:
     """Mark the pod's reserved rows bound; returns how many changed.
 
     Already bound is fine (0). A pod with nothing live raises ``StoreConflict``: its
     reservation expired or was released while the bind was in flight.
     """
     stamp = aware(now, field="now")
-    changed = session.execute(
-        update(AllocationModel)
-        .where(AllocationModel.pod_uid == pod_uid, AllocationModel.state == _RESERVED)
-        .values(state=_BOUND, bound_at=stamp, updated_at=stamp)
-        .returning(AllocationModel.id)
-    ).all()
+    connection = connection_of(session)
+    changed = connection.execute(_MARK_BOUND, {"uid": pod_uid, "stamp": stamp}).rowcount
     if changed:
-        return len(changed)
-    bound = session.scalars(
-        select(AllocationModel.id)
-        .where(AllocationModel.pod_uid == pod_uid, AllocationModel.state == _BOUND)
-        .limit(1)
-    ).first()
-    if bound is None:
+        return changed
+    if connection.execute(_ANY_BOUND, {"uid": pod_uid}).first() is None:
         raise StoreConflict(f"pod {pod_uid} has no reserved allocations (expired or released)")
     return 0
 
 
 @store_operation("release")
-def release(session: Session, *, pod_uid: str, now: datetime | None = None) -> int:
+def release(session: Unit, *, pod_uid: str, now: datetime | None = None) -> int:
     """Release the pod's live rows (pod deleted or finished); returns how many."""
     stamp = aware(now, field="now")
-    return len(
-        session.execute(
-            update(AllocationModel)
-            .where(AllocationModel.pod_uid == pod_uid, AllocationModel.state.in_(LIVE_STATES))
-            .values(state=_RELEASED, released_at=stamp, updated_at=stamp)
-            .returning(AllocationModel.id)
-        ).all()
-    )
+    return connection_of(session).execute(_RELEASE, {"uid": pod_uid, "stamp": stamp}).rowcount
 
 
 @store_operation("delete reservation")
-def delete_reservation(session: Session, *, pod_uid: str) -> int:
+def delete_reservation(session: Unit, *, pod_uid: str) -> int:
     """Undo a reservation whose bind failed: delete its reserved rows (bound ones stay)."""
-    return len(
-        session.execute(
-            delete(AllocationModel)
-            .where(AllocationModel.pod_uid == pod_uid, AllocationModel.state == _RESERVED)
-            .returning(AllocationModel.id)
-        ).all()
-    )
+    return connection_of(session).execute(_DELETE_RESERVED, {"uid": pod_uid}).rowcount
 
 
 @store_operation("expire reservations")

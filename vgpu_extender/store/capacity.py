@@ -10,10 +10,11 @@ device whose cores are all taken.
 
 from __future__ import annotations
 
-from collections.abc import Iterable, Mapping
+from collections.abc import Iterable, Mapping, Sequence
 from dataclasses import dataclass
+from typing import NamedTuple
 
-from vgpu_extender.domain import Device, DeviceUsage, PodAssignment, Reason
+from vgpu_extender.domain import Device, DeviceGrant, DeviceUsage, PodAssignment, Reason
 
 #: Cores of one whole device; a grant of this much asks for the device alone.
 EXCLUSIVE_CORES = 100
@@ -34,17 +35,69 @@ class _Used:
     cores: int = 0
     slots: int = 0
 
+    def add(self, memory_mib: int, cores: int, slots: int) -> None:
+        self.memory_mib += memory_mib
+        self.cores += cores
+        self.slots += slots
+
+
+class HeldGrant(NamedTuple):
+    """One stored grant, as much of it as the fit needs."""
+
+    pod_uid: str
+    device_uuid: str
+    init: bool
+    memory_mib: int
+    cores: int
+
+
+def _add_footprints(totals: dict[str, _Used], assignments: Iterable[PodAssignment]) -> None:
+    for assignment in assignments:
+        for uuid, usage in assignment.footprint().items():
+            totals.setdefault(uuid, _Used()).add(usage.memory_mib, usage.cores, usage.slots)
+
+
+def _usages(totals: dict[str, _Used]) -> dict[str, DeviceUsage]:
+    return {u: DeviceUsage(t.memory_mib, t.cores, t.slots) for u, t in totals.items()}
+
 
 def committed_usage(assignments: Iterable[PodAssignment]) -> dict[str, DeviceUsage]:
     """Per device, the sum of the pods' footprints (each pod collapsed by its own rule)."""
     totals: dict[str, _Used] = {}
-    for assignment in assignments:
-        for uuid, usage in assignment.footprint().items():
-            used = totals.setdefault(uuid, _Used())
-            used.memory_mib += usage.memory_mib
-            used.cores += usage.cores
-            used.slots += usage.slots
-    return {u: DeviceUsage(t.memory_mib, t.cores, t.slots) for u, t in totals.items()}
+    _add_footprints(totals, assignments)
+    return _usages(totals)
+
+
+def committed_by_grants(grants: Sequence[HeldGrant]) -> dict[str, DeviceUsage]:
+    """``committed_usage`` of the pods holding ``grants`` (rows of any pods, any order).
+
+    A pod without init grants holds the plain sum of its grants, one slot each, so
+    those rows are added as they come; only pods with init grants are rebuilt as
+    assignments for :meth:`PodAssignment.footprint`'s collapse. Each grant counts as
+    a container of its own: the footprint does not depend on how grants group.
+    """
+    with_init = {g.pod_uid for g in grants if g.init}
+    totals: dict[str, _Used] = {}
+    init_pods: dict[str, list[HeldGrant]] = {}
+    for grant in grants:
+        if grant.pod_uid in with_init:
+            init_pods.setdefault(grant.pod_uid, []).append(grant)
+        else:
+            totals.setdefault(grant.device_uuid, _Used()).add(grant.memory_mib, grant.cores, 1)
+    _add_footprints(
+        totals,
+        (
+            PodAssignment(
+                node="",
+                containers=tuple(
+                    (DeviceGrant(g.device_uuid, g.memory_mib, g.cores),) for g in held
+                ),
+                init=tuple(g.init for g in held),
+            )
+            for held in init_pods.values()
+        ),
+    )
+    return _usages(totals)
 
 
 def find_misfit(

@@ -12,7 +12,7 @@ from __future__ import annotations
 
 from typing import Any
 
-from sqlalchemy import Engine, create_engine, event
+from sqlalchemy import Connection, Engine, create_engine, event
 from sqlalchemy.engine import URL, make_url
 from sqlalchemy.exc import ArgumentError
 from sqlalchemy.orm import Session, sessionmaker
@@ -102,11 +102,23 @@ def session_factory(engine: Engine) -> sessionmaker[Session]:
     return sessionmaker(engine, expire_on_commit=False)
 
 
-def begin_immediate(session: Session) -> None:
-    """Start the session's database transaction now, taking SQLite's write lock.
+#: What a data function works in: the caller's ``Session``, or a bare ``Connection``
+#: in a transaction for callers that hold no ORM objects and want none of the
+#: session's bookkeeping (the bind path).
+Unit = Session | Connection
+
+
+def connection_of(unit: Unit) -> Connection:
+    """The connection a unit of work runs its statements on (its transaction begun)."""
+    return unit if isinstance(unit, Connection) else unit.connection()
+
+
+def begin_immediate(unit: Unit) -> Connection:
+    """Start the unit's database transaction now, taking SQLite's write lock, and
+    return the connection it runs on.
 
     On SQLite every transaction begins ``IMMEDIATE``; calling this first in a unit of
     work makes the lock point explicit (before any read whose result the write relies
     on). On PostgreSQL it only opens the transaction; row locks do the rest.
     """
-    session.connection()
+    return connection_of(unit)

@@ -4,7 +4,8 @@ placed before a restart (or by HAMi).
 Both lock the node's row first, so writes to one node are serialised across
 sessions, processes and replicas: ``SELECT ... FOR UPDATE`` on PostgreSQL, the
 ``BEGIN IMMEDIATE`` write lock on SQLite. A reservation then re-checks the fit
-against what is committed; an import records a fact and only checks that the
+against what is committed on the devices it asks for (a device's grants are only
+written under its node's lock); an import records a fact and only checks that the
 devices exist on the node.
 """
 
@@ -14,22 +15,48 @@ from collections.abc import Sequence
 from dataclasses import dataclass
 from datetime import UTC, datetime
 
-from sqlalchemy import delete, insert, select
-from sqlalchemy.orm import Session, selectinload
+from sqlalchemy import Connection, and_, bindparam, delete, insert, or_, select
 
-from vgpu_extender.domain import DeviceGrant, PodAssignment, Reason
-from vgpu_extender.store.capacity import committed_usage, find_misfit
-from vgpu_extender.store.database import begin_immediate
+from vgpu_extender.domain import Device, DeviceGrant, PodAssignment, Reason
+from vgpu_extender.store.capacity import HeldGrant, committed_by_grants, find_misfit
+from vgpu_extender.store.database import Unit, begin_immediate
 from vgpu_extender.store.errors import (
     AlreadyAllocated,
     StoreConflict,
     StoreInputError,
     store_operation,
 )
-from vgpu_extender.store.models import AllocationModel, NodeModel
-from vgpu_extender.store.nodes import to_inventory
+from vgpu_extender.store.models import Base
 from vgpu_extender.store.records import LIVE_STATES, AllocationState
-from vgpu_extender.store.rows import assignment_of, group_by_pod
+
+# Every bind runs these, so they are plain Core statements on the tables, built once:
+# no ORM objects to hydrate, only the columns the checks read.
+_nodes = Base.metadata.tables["nodes"]
+_devices = Base.metadata.tables["devices"]
+_allocations = Base.metadata.tables["allocations"]
+_RELEASED = AllocationState.RELEASED.value
+
+_LOCK_NODE = (
+    select(_nodes.c.id, _nodes.c.cordoned, _nodes.c.problem)
+    .where(_nodes.c.name == bindparam("name"))
+    .with_for_update()
+)
+_NODE_DEVICES = select(
+    _devices.c.uuid, _devices.c.count, _devices.c.memory_mib, _devices.c.cores, _devices.c.healthy
+).where(_devices.c.node_id == bindparam("node_id"), _devices.c.uuid.in_(bindparam("uuids")))
+_a = _allocations.c
+_HELD = select(
+    _a.pod_uid, _a.node, _a.device_uuid, _a.init, _a.memory_mib, _a.cores, _a.state
+).where(
+    or_(
+        and_(_a.device_uuid.in_(bindparam("uuids")), _a.state.in_(LIVE_STATES)),
+        _a.pod_uid == bindparam("pod_uid"),
+    )
+)
+_DROP_RELEASED = delete(_allocations).where(
+    _a.pod_uid == bindparam("pod_uid"), _a.state == _RELEASED
+)
+_INSERT = insert(_allocations)
 
 
 @dataclass(frozen=True, slots=True)
@@ -94,49 +121,70 @@ def _grants(
     return grants
 
 
-def _lock_node(session: Session, name: str) -> NodeModel:
-    begin_immediate(session)
-    node = session.scalars(
-        select(NodeModel)
-        .where(NodeModel.name == name)
-        .options(selectinload(NodeModel.devices))
-        .with_for_update()
-        .execution_options(populate_existing=True)
-    ).one_or_none()
-    if node is None:
+@dataclass(frozen=True, slots=True)
+class _LockedNode:
+    name: str
+    id: int
+    cordoned: frozenset[str]
+    problem: str
+
+
+def _lock_node(connection: Connection, name: str) -> _LockedNode:
+    row = connection.execute(_LOCK_NODE, {"name": name}).first()
+    if row is None:
         raise StoreConflict(f"node {name} is not registered", reason=Reason.UNKNOWN_NODE, node=name)
-    return node
+    node_id, cordoned, problem = row
+    return _LockedNode(name, node_id, frozenset(cordoned), problem or "")
 
 
-def _refuse_if_live(session: Session, pod_uid: str) -> None:
-    row = session.scalars(
-        select(AllocationModel)
-        .where(AllocationModel.pod_uid == pod_uid, AllocationModel.state.in_(LIVE_STATES))
-        .limit(1)
-    ).first()
-    if row is not None:
-        raise AlreadyAllocated(pod_uid, node=row.node, state=row.state)
+def _devices_of(
+    connection: Connection, node: _LockedNode, uuids: Sequence[str]
+) -> dict[str, Device]:
+    """The node's devices among ``uuids``, read after the lock so they are current."""
+    return {
+        uuid: Device(uuid=uuid, count=count, memory_mib=memory, cores=cores, healthy=healthy)
+        for uuid, count, memory, cores, healthy in connection.execute(
+            _NODE_DEVICES, {"node_id": node.id, "uuids": list(uuids)}
+        )
+    }
 
 
-def _check_fit(session: Session, node: NodeModel, assignment: PodAssignment) -> None:
-    inventory = to_inventory(node)
-    if inventory.problem:
+def _held_on_devices(
+    connection: Connection, *, pod_uid: str, uuids: Sequence[str]
+) -> tuple[list[HeldGrant], bool]:
+    """Live grants of other pods on ``uuids``, and whether the pod has released rows.
+
+    Raises ``AlreadyAllocated`` when the pod itself holds live rows. One query reads
+    both the devices' grants and the pod's own rows.
+    """
+    others: list[HeldGrant] = []
+    released = False
+    for uid, node, uuid, init, memory, cores, state in connection.execute(
+        _HELD, {"pod_uid": pod_uid, "uuids": list(uuids)}
+    ):
+        if uid != pod_uid:
+            others.append(HeldGrant(uid, uuid, init, memory, cores))
+        elif state == _RELEASED:
+            released = True
+        else:
+            raise AlreadyAllocated(pod_uid, node=node, state=state)
+    return others, released
+
+
+def _check_fit(
+    connection: Connection, node: _LockedNode, assignment: PodAssignment, held: list[HeldGrant]
+) -> None:
+    if node.problem:
         raise StoreConflict(
-            f"node {node.name} has no usable inventory: {inventory.problem}",
+            f"node {node.name} has no usable inventory: {node.problem}",
             reason=Reason.INVENTORY,
             node=node.name,
         )
-    rows = session.scalars(
-        select(AllocationModel)
-        .where(AllocationModel.node == node.name, AllocationModel.state.in_(LIVE_STATES))
-        .execution_options(populate_existing=True)
-    )
-    committed = committed_usage(assignment_of(group, {}) for group in group_by_pod(rows).values())
     misfit = find_misfit(
         node=node.name,
-        devices={d.uuid: d for d in inventory.devices},
-        cordoned=inventory.cordoned,
-        committed=committed,
+        devices=_devices_of(connection, node, assignment.device_uuids),
+        cordoned=node.cordoned,
+        committed=committed_by_grants(held),
         assignment=assignment,
     )
     if misfit is not None:
@@ -145,8 +193,10 @@ def _check_fit(session: Session, node: NodeModel, assignment: PodAssignment) -> 
         )
 
 
-def _check_devices_known(node: NodeModel, grants: list[_Grant]) -> None:
-    known = {d.uuid for d in node.devices}
+def _check_devices_known(
+    connection: Connection, node: _LockedNode, assignment: PodAssignment, grants: list[_Grant]
+) -> None:
+    known = _devices_of(connection, node, assignment.device_uuids)
     for item in grants:
         if item.grant.uuid not in known:
             raise StoreConflict(
@@ -158,7 +208,7 @@ def _check_devices_known(node: NodeModel, grants: list[_Grant]) -> None:
 
 
 def _write(
-    session: Session,
+    connection: Connection,
     *,
     pod_uid: str,
     namespace: str,
@@ -167,18 +217,15 @@ def _write(
     grants: list[_Grant],
     state: AllocationState,
     now: datetime,
+    released: bool,
 ) -> None:
-    # Released rows are history of an earlier placement of the same pod; they would
-    # collide with the new rows on (pod_uid, container_index, device_uuid).
-    session.execute(
-        delete(AllocationModel).where(
-            AllocationModel.pod_uid == pod_uid,
-            AllocationModel.state == AllocationState.RELEASED.value,
-        )
-    )
+    if released:
+        # Released rows are history of an earlier placement of the same pod; they
+        # would collide with the new rows on (pod_uid, container_index, device_uuid).
+        connection.execute(_DROP_RELEASED, {"pod_uid": pod_uid})
     bound_at = now if state is AllocationState.BOUND else None
-    session.execute(
-        insert(AllocationModel),
+    connection.execute(
+        _INSERT,
         [
             {
                 "pod_uid": pod_uid,
@@ -203,7 +250,7 @@ def _write(
 
 @store_operation("reserve")
 def reserve(
-    session: Session,
+    session: Unit,
     *,
     pod_uid: str,
     namespace: str,
@@ -222,11 +269,12 @@ def reserve(
     """
     grants = _grants(pod_uid=pod_uid, assignment=assignment, container_indices=container_indices)
     stamp = aware(now, field="now")
-    node = _lock_node(session, assignment.node)
-    _refuse_if_live(session, pod_uid)
-    _check_fit(session, node, assignment)
+    connection = begin_immediate(session)
+    node = _lock_node(connection, assignment.node)
+    held, released = _held_on_devices(connection, pod_uid=pod_uid, uuids=assignment.device_uuids)
+    _check_fit(connection, node, assignment, held)
     _write(
-        session,
+        connection,
         pod_uid=pod_uid,
         namespace=namespace,
         name=name,
@@ -234,12 +282,13 @@ def reserve(
         grants=grants,
         state=AllocationState.RESERVED,
         now=stamp,
+        released=released,
     )
 
 
 @store_operation("import assignment")
 def import_assignment(
-    session: Session,
+    session: Unit,
     *,
     pod_uid: str,
     namespace: str,
@@ -256,11 +305,12 @@ def import_assignment(
     """
     grants = _grants(pod_uid=pod_uid, assignment=assignment, container_indices=container_indices)
     stamp = aware(now, field="now")
-    node = _lock_node(session, assignment.node)
-    _refuse_if_live(session, pod_uid)
-    _check_devices_known(node, grants)
+    connection = begin_immediate(session)
+    node = _lock_node(connection, assignment.node)
+    _held, released = _held_on_devices(connection, pod_uid=pod_uid, uuids=())
+    _check_devices_known(connection, node, assignment, grants)
     _write(
-        session,
+        connection,
         pod_uid=pod_uid,
         namespace=namespace,
         name=name,
@@ -268,4 +318,5 @@ def import_assignment(
         grants=grants,
         state=AllocationState.BOUND,
         now=stamp,
+        released=released,
     )

@@ -1,0 +1,112 @@
+"""The whole-cycle benchmark's harness: its rows, its proof that pods were bound, its
+failures, and the API server it runs in a process of its own."""
+
+from __future__ import annotations
+
+import json
+from pathlib import Path
+
+import pytest
+from kubernetes import client as k8s
+
+from benchmarks import bind_throughput as bench
+from tests.support.apiserver_process import ApiServerProcess
+from tests.support.server import node_json, pod_json, spawn_extender, write_kubeconfig
+
+
+def test_quick_run_writes_one_row_per_store(
+    tmp_path: Path, postgres_url: str, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    monkeypatch.setenv("VGPU_BENCH_POSTGRES_URL", postgres_url)
+    out = tmp_path / "bind.json"
+
+    assert bench.main(["--quick", "--json", str(out)]) == 0
+
+    written = json.loads(out.read_text())
+    assert written["benchmark"] == "bind_throughput"
+    rows = written["results"]
+    assert [r["store"] for r in rows] == ["sqlite", "postgresql"]
+    for row in rows:
+        assert set(row) == {
+            "case",
+            "store",
+            "nodes",
+            "mode",
+            "binders",
+            "pods",
+            "cycles_per_s",
+            "median_ms",
+            "p99_ms",
+            "refused",
+        }
+        assert row["case"] == "filter+prioritize+bind"
+        assert (row["nodes"], row["mode"], row["binders"]) == (bench.QUICK.nodes, "names", 16)
+        assert row["pods"] == bench.QUICK.pods
+        assert row["cycles_per_s"] > 0
+        assert 0 < row["median_ms"] <= row["p99_ms"]
+        assert 0 <= row["refused"] < row["pods"]
+
+
+def test_binders_must_be_at_least_one() -> None:
+    assert bench.parse(["--binders", "1", "16"]).binders == [1, 16]
+    with pytest.raises(SystemExit):
+        bench.parse(["--binders", "0"])
+
+
+def test_best_host_takes_the_highest_score_and_the_first_name_on_ties() -> None:
+    scores = [
+        bench.HostPriority("node-c", 7),
+        bench.HostPriority("node-b", 9),
+        bench.HostPriority("node-a", 3),
+        bench.HostPriority("node-d", 9),
+    ]
+    assert bench.best_host(scores) == "node-b"
+
+
+def test_api_server_process_serves_its_seed_until_stopped() -> None:
+    api = ApiServerProcess.start(nodes=[node_json("n1")], pods=[pod_json("p1")])
+    try:
+        core = k8s.CoreV1Api(k8s.ApiClient(k8s.Configuration(host=api.url)))
+        assert [n.to_dict()["metadata"]["name"] for n in core.list_node().items] == ["n1"]
+        assert core.read_namespaced_pod("p1", "default").to_dict()["metadata"]["uid"] == "uid-p1"
+        assert [p["metadata"]["name"] for p in api.pods()] == ["p1"]
+    finally:
+        api.stop()
+    assert api.process.returncode == 0
+
+
+def test_check_bound_names_every_pod_not_bound_as_answered() -> None:
+    allocated = {bench.ALLOCATED: "GPU-n1-0,NVIDIA,8000,10:;"}
+    pods = [
+        pod_json("bound", node="n1", annotations=allocated),
+        pod_json("elsewhere", node="n2", annotations=allocated),
+        pod_json("unannotated", node="n1"),
+        pod_json("pending"),
+    ]
+    with ApiServerProcess.start(pods=pods) as api:
+        bench.check_bound(api, {"bound": "n1"})
+        with pytest.raises(RuntimeError, match="3 of 4 pods") as failure:
+            bench.check_bound(
+                api, {"bound": "n1", "elsewhere": "n1", "unannotated": "n1", "pending": "n1"}
+            )
+    for name in ("elsewhere", "unannotated", "pending"):
+        assert name in str(failure.value)
+
+
+def test_a_failed_bind_fails_the_run(tmp_path: Path) -> None:
+    # The pod is not on the API server, so the extender cannot annotate or bind it.
+    pod = pod_json("ghost", mem=8000, cores=10)
+    with ApiServerProcess.start(nodes=[node_json("n1")]) as api:
+        extender = spawn_extender(
+            env={
+                "VGPU_DATABASE_URL": f"sqlite:///{tmp_path / 'extender.db'}",
+                "VGPU_KUBECONFIG": str(write_kubeconfig(tmp_path / "kubeconfig", api.url)),
+            },
+            log=tmp_path / "extender.log",
+        )
+        try:
+            bench.wait_for_nodes(extender.url, pod, ["n1"])
+            with pytest.raises(RuntimeError, match=r"bind of ghost failed: .*not found"):
+                bench.schedule(extender.url, [pod], ["n1"], binders=2)
+        finally:
+            extender.stop()

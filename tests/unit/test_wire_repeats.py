@@ -1,0 +1,142 @@
+"""Repeated candidate lists: decoded once, and their score answers laid out once."""
+
+from __future__ import annotations
+
+from typing import Any
+
+import msgspec
+import numpy as np
+import pytest
+
+from vgpu_extender.api import wire
+from vgpu_extender.api.repeats import RECENT, NameLists, ScoreLayouts
+from vgpu_extender.services.scheduling import FilterOutcome, Priorities
+
+POD: dict[str, Any] = {"metadata": {"name": "p", "namespace": "default", "uid": "u1"}}
+
+
+def _body(names: list[str] | None) -> bytes:
+    return msgspec.json.encode({"Pod": POD, "Nodes": None, "NodeNames": names})
+
+
+def _decode_counting() -> tuple[list[int], Any]:
+    calls: list[int] = []
+
+    def decode(raw: bytes) -> list[str]:
+        calls.append(1)
+        names: list[str] = msgspec.json.decode(raw)
+        return names
+
+    return calls, decode
+
+
+def test_a_list_seen_before_is_the_same_tuple_without_decoding() -> None:
+    lists = NameLists()
+    calls, decode = _decode_counting()
+    first = lists.names(b'["a","b"]', decode)
+    again = lists.names(b'["a","b"]', decode)
+    assert first == ("a", "b")
+    assert again is first
+    assert len(calls) == 1
+
+
+def test_lists_differing_in_one_byte_are_different_lists() -> None:
+    lists = NameLists()
+    calls, decode = _decode_counting()
+    assert lists.names(b'["a","b"]', decode) == ("a", "b")
+    assert lists.names(b'["a","c"]', decode) == ("a", "c")
+    assert len(calls) == 2
+
+
+def test_only_the_most_recent_lists_are_remembered() -> None:
+    lists = NameLists()
+    calls, decode = _decode_counting()
+    raws = [msgspec.json.encode([f"n{i}"]) for i in range(RECENT + 1)]
+    for raw in raws:
+        lists.names(raw, decode)
+    lists.names(raws[-1], decode)  # still remembered
+    assert len(calls) == RECENT + 1
+    lists.names(raws[0], decode)  # pushed out by the newer ones
+    assert len(calls) == RECENT + 2
+
+
+def _plain(hosts: tuple[str, ...], scores: np.ndarray) -> list[dict[str, Any]]:
+    return [{"Host": h, "Score": int(s)} for h, s in zip(hosts, scores, strict=True)]
+
+
+@pytest.mark.parametrize(
+    "hosts",
+    [
+        ("node-a", "node-b", "node-c"),
+        ("only",),
+        ('quote"d', "back\\slash", "ünïcode", "tab\there"),
+    ],
+)
+def test_a_layout_answers_exactly_what_plain_encoding_would(hosts: tuple[str, ...]) -> None:
+    layouts = ScoreLayouts()
+    rng = np.random.default_rng(7)
+    first = rng.integers(0, 11, len(hosts))
+    assert layouts.encode(hosts, first) is None  # the first sighting is encoded plainly
+    for _ in range(5):
+        scores = rng.integers(0, 11, len(hosts))
+        scores[0] = 10  # both widths occur
+        if len(hosts) > 1:
+            scores[-1] = 0
+        encoded = layouts.encode(hosts, scores)
+        assert encoded is not None
+        decoded = msgspec.json.decode(encoded)
+        assert decoded == _plain(hosts, scores)
+        assert all(type(item["Score"]) is int for item in decoded)
+
+
+def test_layouts_refuse_what_they_cannot_lay_out() -> None:
+    layouts = ScoreLayouts()
+    hosts = ("a", "b")
+    scores = np.array([1, 2])
+    assert layouts.encode(["a", "b"], scores) is None  # not a remembered tuple
+    layouts.encode(hosts, scores)
+    assert layouts.encode(hosts, np.array([1, 11])) is None  # beyond MaxExtenderPriority
+    assert layouts.encode(hosts, np.array([-1, 2])) is None
+    assert layouts.encode(hosts, np.array([1])) is None  # lengths differ
+    assert layouts.encode((), np.array([], dtype=np.int64)) is None
+
+
+def test_decoding_the_same_body_twice_shares_the_candidate_tuple() -> None:
+    names = [f"node-{i}" for i in range(50)]
+    first = wire.decode_args(_body(names))
+    again = wire.decode_args(_body(names))
+    assert list(first.names) == names
+    assert again.names is first.names
+
+
+def test_null_and_missing_names_are_no_candidates() -> None:
+    assert list(wire.decode_args(_body(None)).names) == []
+    body = msgspec.json.encode({"Pod": POD, "Nodes": None})
+    assert list(wire.decode_args(body).names) == []
+
+
+def test_malformed_names_are_a_wire_error_naming_the_field() -> None:
+    body = msgspec.json.encode({"Pod": POD, "Nodes": None, "NodeNames": [1, 2]})
+    with pytest.raises(wire.WireError, match="NodeNames"):
+        wire.decode_args(body)
+
+
+def test_filter_answer_is_the_same_whether_every_node_passes_or_not() -> None:
+    names = ["a", "b", "c"]
+    args = wire.decode_args(_body(names))
+    everyone = msgspec.json.decode(wire.encode_filter(args, FilterOutcome(feasible=names)))
+    assert everyone["NodeNames"] == names
+    some = FilterOutcome(feasible=["a", "c"], failed={"b": "insufficient gpumem"})
+    partly = msgspec.json.decode(wire.encode_filter(args, some))
+    assert partly["NodeNames"] == ["a", "c"]
+    assert partly["FailedNodes"] == {"b": "insufficient gpumem"}
+
+
+def test_priorities_encode_the_same_on_first_and_later_requests() -> None:
+    names = [f"n{i}" for i in range(20)]
+    hosts = wire.decode_args(_body(names)).names
+    scores = np.arange(20, dtype=np.int64) % 11
+    answers = [msgspec.json.decode(wire.encode_priorities(Priorities(hosts, scores)))]
+    answers.append(msgspec.json.decode(wire.encode_priorities(Priorities(hosts, scores))))
+    answers.append(msgspec.json.decode(wire.encode_priorities(Priorities(list(hosts), scores))))
+    assert answers[0] == answers[1] == answers[2] == _plain(tuple(names), scores)

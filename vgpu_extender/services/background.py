@@ -1,0 +1,76 @@
+"""A bounded queue with one worker thread: work a request hands off and never waits for.
+
+``submit`` never blocks the caller: when the queue is full the item is dropped and
+counted, since what goes through here (pod Events) is not worth slowing a verb for.
+Items are handled one at a time, in the order they came.
+"""
+
+from __future__ import annotations
+
+import contextlib
+import logging
+import queue
+import threading
+from collections.abc import Callable
+from typing import Generic, TypeVar
+
+logger = logging.getLogger(__name__)
+
+_T = TypeVar("_T")
+
+
+class QueueWorker(Generic[_T]):
+    """Hands each submitted item to ``handle`` in a daemon thread named ``name``.
+
+    ``on_drop`` is called for each item refused by a full queue; it may be replaced
+    after construction (the metrics attach once the app is up).
+    """
+
+    def __init__(
+        self,
+        handle: Callable[[_T], None],
+        *,
+        name: str,
+        capacity: int = 1024,
+        on_drop: Callable[[], None] = lambda: None,
+    ) -> None:
+        self._handle = handle
+        self._name = name
+        self.on_drop = on_drop
+        # None is the stop sign: it queues behind the items already submitted.
+        self._queue: queue.Queue[_T | None] = queue.Queue(maxsize=capacity)
+        self._thread: threading.Thread | None = None
+
+    def submit(self, item: _T) -> None:
+        try:
+            self._queue.put_nowait(item)
+        except queue.Full:
+            self.on_drop()
+
+    def start(self) -> None:
+        if self._thread is None:
+            self._thread = threading.Thread(target=self._run, name=self._name, daemon=True)
+            self._thread.start()
+
+    def stop(self, timeout_s: float = 2.0) -> None:
+        """Let the worker finish what was submitted before, then end it.
+
+        Waits at most about ``timeout_s`` twice (for room in the queue, then for the
+        thread); a worker stuck longer is left behind as a daemon.
+        """
+        if self._thread is None:
+            return
+        with contextlib.suppress(queue.Full):
+            self._queue.put(None, timeout=timeout_s)
+        self._thread.join(timeout_s)
+        self._thread = None
+
+    def _run(self) -> None:
+        while True:
+            item = self._queue.get()
+            if item is None:
+                return
+            try:
+                self._handle(item)
+            except Exception:  # one bad item must not end the worker
+                logger.exception("%s: handling an item failed", self._name)
