@@ -48,7 +48,7 @@ import uuid
 from collections import Counter, deque
 from collections.abc import Iterator, Sequence
 from contextlib import AbstractContextManager, contextmanager, nullcontext
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
 from pathlib import Path
 from tempfile import TemporaryDirectory
 from typing import Any
@@ -224,6 +224,7 @@ class Run:
     latencies_ms: list[float]
     hosts: dict[str, str]  # pod name -> the host its successful bind named
     refused: int  # binds refused and retried
+    extender_cpu_s: float | None = None  # the extender's CPU time during the run
 
 
 def schedule(url: str, pods: Sequence[dict[str, Any]], names: list[str], binders: int) -> Run:
@@ -236,7 +237,9 @@ def schedule(url: str, pods: Sequence[dict[str, Any]], names: list[str], binders
     first_ns = time.perf_counter_ns()
     try:
         while pool.bound < len(pods) and pool.failure is None:
-            queued.extend(pool.requeued(wait=not queued))
+            # A refused pod goes first, as kube-scheduler's queue orders pods by when
+            # they were first queued.
+            queued.extendleft(reversed(pool.requeued(wait=not queued)))
             if not queued:
                 continue
             # With one binder the previous bind is answered before this filter: serial.
@@ -280,6 +283,16 @@ def check_bound(api: ApiServerProcess, hosts: dict[str, str]) -> None:
         )
 
 
+def cpu_seconds(pid: int) -> float | None:
+    """CPU time (user + system) a process has used so far; None where /proc is missing."""
+    try:
+        fields = Path(f"/proc/{pid}/stat").read_text().rsplit(")", 1)[1].split()
+    except OSError:
+        return None
+    # utime and stime are fields 14 and 15 of stat(5), in clock ticks.
+    return (int(fields[11]) + int(fields[12])) / os.sysconf("SC_CLK_TCK")
+
+
 def wait_for_nodes(url: str, pod: dict[str, Any], names: list[str]) -> None:
     """The extender learns the nodes from its node watch: wait until it has them all."""
     connection = Connection(url)
@@ -316,7 +329,11 @@ def cycles(database: str, folder: Path, size: Size, binders: int) -> Run:
         try:
             wait_for_nodes(extender.url, objects[0], names)
             warm = schedule(extender.url, objects[: size.warmup], names, binders)
+            cpu_before = cpu_seconds(extender.process.pid)
             measured = schedule(extender.url, objects[size.warmup :], names, binders)
+            cpu_after = cpu_seconds(extender.process.pid)
+            if cpu_before is not None and cpu_after is not None:
+                measured = replace(measured, extender_cpu_s=cpu_after - cpu_before)
         finally:
             extender.stop()
         check_bound(api, {**warm.hosts, **measured.hosts})
@@ -379,9 +396,23 @@ def run(size: Size, binders: Sequence[int]) -> list[dict[str, Any]]:
                         "median_ms": round(median(measured.latencies_ms), 3),
                         "p99_ms": round(percentile(measured.latencies_ms, 99.0), 3),
                         "refused": measured.refused,
+                        **extender_cpu(measured),
                     }
                 )
     return results
+
+
+def extender_cpu(run: Run) -> dict[str, float]:
+    """The extender's own CPU time per cycle, and the cycles per second that CPU time
+    allows on one core of its own: what the extender could sustain with the test API
+    server, the database and this client elsewhere, as they are in a cluster."""
+    if run.extender_cpu_s is None or not run.latencies_ms:
+        return {}
+    per_cycle_ms = 1000.0 * run.extender_cpu_s / len(run.latencies_ms)
+    return {
+        "extender_cpu_ms_per_cycle": round(per_cycle_ms, 3),
+        "extender_bound_cycles_per_s": round(1000.0 / per_cycle_ms, 1),
+    }
 
 
 def parse(argv: Sequence[str] | None) -> argparse.Namespace:
@@ -406,7 +437,17 @@ def main(argv: Sequence[str] | None = None) -> int:
     results = run(size, options.binders)
     print_table(
         f"bind cycles, {size.nodes} nodes x {GPUS} GPUs, test API server in its own process",
-        ("store", "binders", "pods", "cycles/s", "median ms", "p99 ms", "refused"),
+        (
+            "store",
+            "binders",
+            "pods",
+            "cycles/s",
+            "median ms",
+            "p99 ms",
+            "refused",
+            "extender CPU ms/cycle",
+            "extender-bound cycles/s",
+        ),
         [
             (
                 r["store"],
@@ -416,6 +457,8 @@ def main(argv: Sequence[str] | None = None) -> int:
                 r["median_ms"],
                 r["p99_ms"],
                 r["refused"],
+                r.get("extender_cpu_ms_per_cycle", "n/a"),
+                r.get("extender_bound_cycles_per_s", "n/a"),
             )
             for r in results
         ],

@@ -50,4 +50,25 @@ def postgres_url() -> Iterator[str]:
     yield POSTGRES_URL
 
 
+@pytest.fixture
+def fresh_postgres(postgres_url: str) -> Iterator[str]:
+    """A database of its own on the PostgreSQL server, dropped after the test, so other
+    tests on the same server cannot interfere."""
+    import uuid
+
+    import sqlalchemy
+
+    name = f"vgpu_test_{uuid.uuid4().hex[:12]}"
+    admin = sqlalchemy.create_engine(postgres_url, isolation_level="AUTOCOMMIT")
+    with admin.connect() as conn:
+        conn.execute(sqlalchemy.text(f'CREATE DATABASE "{name}"'))
+    url = sqlalchemy.engine.make_url(postgres_url).set(database=name)
+    try:
+        yield url.render_as_string(hide_password=False)
+    finally:
+        with admin.connect() as conn:
+            conn.execute(sqlalchemy.text(f'DROP DATABASE IF EXISTS "{name}" WITH (FORCE)'))
+        admin.dispose()
+
+
 pytest_plugins = ["tests.support.fixtures", "tests.support.server"]

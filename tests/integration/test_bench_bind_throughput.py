@@ -13,6 +13,13 @@ from benchmarks import bind_throughput as bench
 from tests.support.apiserver_process import ApiServerProcess
 from tests.support.server import node_json, pod_json, spawn_extender, write_kubeconfig
 
+#: The extender's CPU time is read from /proc, where there is one.
+CPU_FIELDS = (
+    ("extender_cpu_ms_per_cycle", "extender_bound_cycles_per_s")
+    if Path("/proc/self/stat").exists()
+    else ()
+)
+
 
 def test_quick_run_writes_one_row_per_store(
     tmp_path: Path, postgres_url: str, monkeypatch: pytest.MonkeyPatch
@@ -38,6 +45,7 @@ def test_quick_run_writes_one_row_per_store(
             "median_ms",
             "p99_ms",
             "refused",
+            *CPU_FIELDS,
         }
         assert row["case"] == "filter+prioritize+bind"
         assert (row["nodes"], row["mode"], row["binders"]) == (bench.QUICK.nodes, "names", 16)
@@ -45,6 +53,11 @@ def test_quick_run_writes_one_row_per_store(
         assert row["cycles_per_s"] > 0
         assert 0 < row["median_ms"] <= row["p99_ms"]
         assert 0 <= row["refused"] < row["pods"]
+        if CPU_FIELDS:
+            assert row["extender_cpu_ms_per_cycle"] > 0
+            assert row["extender_bound_cycles_per_s"] == pytest.approx(
+                1000 / row["extender_cpu_ms_per_cycle"], rel=0.01
+            )
 
 
 def test_binders_must_be_at_least_one() -> None:

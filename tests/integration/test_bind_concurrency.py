@@ -8,14 +8,12 @@ bound pod's annotations say what the store says.
 
 from __future__ import annotations
 
-import uuid
 from collections import Counter, defaultdict
 from collections.abc import Iterator
 from concurrent.futures import ThreadPoolExecutor
 from pathlib import Path
 
 import pytest
-import sqlalchemy
 
 from tests.support.apiserver import FakeApiServer
 from tests.support.server import (
@@ -37,30 +35,14 @@ CAPACITY = len(NODES) * GPUS * (GPU_MEM // POD_MEM)
 
 
 @pytest.fixture
-def database(postgres_url: str) -> Iterator[str]:
-    """A database of its own, so other tests on the same server cannot interfere."""
-    name = f"vgpu_race_{uuid.uuid4().hex[:12]}"
-    admin = sqlalchemy.create_engine(postgres_url, isolation_level="AUTOCOMMIT")
-    with admin.connect() as conn:
-        conn.execute(sqlalchemy.text(f'CREATE DATABASE "{name}"'))
-    url = sqlalchemy.engine.make_url(postgres_url).set(database=name)
-    try:
-        yield url.render_as_string(hide_password=False)
-    finally:
-        with admin.connect() as conn:
-            conn.execute(sqlalchemy.text(f'DROP DATABASE IF EXISTS "{name}" WITH (FORCE)'))
-        admin.dispose()
-
-
-@pytest.fixture
 def processes(
-    apiserver: FakeApiServer, database: str, tmp_path: Path
+    apiserver: FakeApiServer, fresh_postgres: str, tmp_path: Path
 ) -> Iterator[list[ExtenderProcess]]:
     for name in NODES:
         apiserver.add_node(node_json(name, gpus=GPUS, mem=GPU_MEM))
-    store.migrate(database)  # once, so the two starts do not race on the schema
+    store.migrate(fresh_postgres)  # once, so the two starts do not race on the schema
     kubeconfig = write_kubeconfig(tmp_path / "kubeconfig", apiserver.url)
-    env = {"VGPU_DATABASE_URL": database, "VGPU_KUBECONFIG": str(kubeconfig)}
+    env = {"VGPU_DATABASE_URL": fresh_postgres, "VGPU_KUBECONFIG": str(kubeconfig)}
     started: list[ExtenderProcess] = []
     try:
         for i in range(2):
@@ -74,7 +56,7 @@ def processes(
 
 
 def test_two_replicas_never_over_allocate(
-    apiserver: FakeApiServer, processes: list[ExtenderProcess], database: str
+    apiserver: FakeApiServer, processes: list[ExtenderProcess], fresh_postgres: str
 ) -> None:
     pods = [apiserver.add_pod(pod_json(f"p{i:03d}", mem=POD_MEM, cores=5)) for i in range(PODS)]
 
@@ -91,7 +73,7 @@ def test_two_replicas_never_over_allocate(
     succeeded = {pods[i]["metadata"]["uid"] for i, e in enumerate(errors) if not e}
     assert len(succeeded) == CAPACITY, Counter(e.split(":")[-1] for e in errors if e)
 
-    engine = store.make_engine(database)
+    engine = store.make_engine(fresh_postgres)
     try:
         with store.session_factory(engine)() as session:
             rows = store.live_allocations(session)

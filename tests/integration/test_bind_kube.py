@@ -79,24 +79,38 @@ def test_bind_annotates_binds_with_uid_and_records_an_event(
     expected = f"{rows[0].device_uuid},NVIDIA,4000,30:;"
     assert annotations["hami.io/vgpu-devices-allocated"] == expected
     assert annotations["hami.io/vgpu-devices-to-allocate"] == expected
+    # The annotations rode on the Binding: it is the only write to the pod.
+    assert binding["metadata"]["annotations"] == annotations
+    assert _pod_writes(cluster) == [("POST", "/api/v1/namespaces/default/pods/web/binding")]
     _eventually(lambda: bool(cluster.events), "the bind's Event was posted")
     reasons = [e["reason"] for e in cluster.events]
     assert reasons == ["BindingSucceed"]
 
 
+def _pod_writes(cluster: FakeApiServer) -> list[tuple[str, str]]:
+    return [(m, p) for m, p in cluster.requests if m != "GET" and "/pods/" in p]
+
+
 FAILURES = [
     # (method, path regex, status, message, error expected in the answer)
     ("POST", r"/binding$", 409, 'pod web is already assigned to node "other"', "already assigned"),
+    (
+        "POST",
+        r"/binding$",
+        409,
+        'Operation cannot be fulfilled on pods/binding "web": Precondition failed: '
+        "UID in precondition: a, UID in object meta: b",
+        "Precondition failed",
+    ),
     ("POST", r"/binding$", 500, "etcd is down", "etcd is down"),
-    ("PATCH", r"/pods/web$", 500, "patch refused", "patch refused"),
-    ("PATCH", r"/pods/web$", 404, 'pods "web" not found', "not found"),
+    ("POST", r"/binding$", 404, 'pods "web" not found', "not found"),
 ]
 
 
 @pytest.mark.parametrize(
     ("method", "path", "status", "message", "error"),
     FAILURES,
-    ids=["binding-409", "binding-500", "patch-500", "patch-404"],
+    ids=["binding-409", "binding-uid-mismatch", "binding-500", "binding-404"],
 )
 def test_a_failure_after_the_insert_removes_the_rows(
     extender: StartExtender,
@@ -116,10 +130,43 @@ def test_a_failure_after_the_insert_removes_the_rows(
     assert _rows(running, pod["metadata"]["uid"]) == []
     assert running.runtime.cluster.index.allocation(pod["metadata"]["uid"]) is None
     assert not cluster.bindings
+    assert "annotations" not in cluster.get_pod("default", "web")["metadata"]
     _eventually(lambda: bool(cluster.events), "the bind's Event was posted")
     assert [e["reason"] for e in cluster.events] == ["BindingFailed"]
     # Nothing was lost either: the retry kube-scheduler makes goes through.
     assert running.verb("/bind", bind_args(pod, NODE)) == {"Error": ""}
+
+
+@pytest.mark.parametrize("patch_fails", [False, True], ids=["annotated", "patch-500"])
+def test_bound_to_the_same_node_meanwhile_keeps_the_allocation_with_our_annotations(
+    extender: StartExtender, cluster: FakeApiServer, real_kube: RealKubeClient, patch_fails: bool
+) -> None:
+    """Someone else bound the pod to this node between filter and bind.
+
+    The Binding is refused; HAMi's annotations are then patched onto the pod, so it runs
+    with the devices recorded, or the allocation is undone when that fails.
+    """
+    pod = cluster.add_pod(pod_json("web", mem=4000))
+    running = _start(extender, real_kube)
+    assert running.verb("/filter", args(pod, [NODE]))["NodeNames"] == [NODE]
+    cluster.cluster.bind("default", "web", pod["metadata"]["uid"], NODE)
+    if patch_fails:
+        cluster.fail_next("PATCH", r"/pods/web$", 500, message="patch refused")
+    answer = running.verb("/bind", bind_args(pod, NODE))
+    rows = _rows(running, pod["metadata"]["uid"])
+    annotations = cluster.get_pod("default", "web")["metadata"].get("annotations") or {}
+    if patch_fails:
+        assert "patch refused" in answer["Error"]
+        assert rows == [] and annotations == {}
+        return
+    assert answer == {"Error": ""}
+    assert [r.state for r in rows] == [store.AllocationState.BOUND]
+    expected = f"{rows[0].device_uuid},NVIDIA,4000,0:;"
+    assert annotations["hami.io/vgpu-devices-to-allocate"] == expected
+    assert _pod_writes(cluster) == [
+        ("POST", "/api/v1/namespaces/default/pods/web/binding"),
+        ("PATCH", "/api/v1/namespaces/default/pods/web"),
+    ]
 
 
 def test_a_pod_already_bound_gets_an_error_and_nothing_changes(

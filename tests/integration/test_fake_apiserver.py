@@ -116,6 +116,30 @@ def test_watch_follows_the_selection(apiserver: FakeApiServer, core: k8s.CoreV1A
     assert [e["type"] for e in events] == ["ADDED", "MODIFIED", "DELETED"]
 
 
+@pytest.mark.parametrize("path", ["pods/web-0/binding", "bindings"])
+def test_a_binding_sets_its_annotations_on_the_pod(
+    apiserver: FakeApiServer, api: k8s.ApiClient, path: str
+) -> None:
+    """Both Binding endpoints set the node and add the Binding's annotations at once."""
+    apiserver.add_pod(pod("web-0", annotations={"keep": "yes"}))
+    body = {
+        "metadata": {"name": "web-0", "annotations": {"hami.io/vgpu-node": "n1"}},
+        "target": {"name": "n1"},
+    }
+    request = api.param_serialize(
+        method="POST",
+        resource_path=f"/api/v1/namespaces/default/{path}",
+        header_params={"Content-Type": "application/json"},
+        body=body,
+    )
+    response = api.call_api(*request)
+    response.read()  # type: ignore[no-untyped-call]
+    assert response.status == 201
+    stored = apiserver.get_pod("default", "web-0")
+    assert stored["spec"]["nodeName"] == "n1"
+    assert stored["metadata"]["annotations"] == {"keep": "yes", "hami.io/vgpu-node": "n1"}
+
+
 def test_events_in_both_groups_are_recorded(apiserver: FakeApiServer, api: k8s.ApiClient) -> None:
     k8s.EventsV1Api(api).create_namespaced_event(
         "default",
@@ -180,6 +204,14 @@ def test_events_in_both_groups_are_recorded(apiserver: FakeApiServer, api: k8s.A
             {"Content-Type": "application/json"},
             400,
             id="binding-name-mismatch",
+        ),
+        pytest.param(
+            "POST",
+            "/api/v1/namespaces/default/pods/web-0/binding",
+            {"metadata": {"annotations": {"a": 1}}, "target": {"name": "n1"}},
+            {"Content-Type": "application/json"},
+            400,
+            id="binding-annotation-not-a-string",
         ),
     ],
 )

@@ -187,7 +187,10 @@ def _create(kind: Kind) -> Handler:
 
 
 def _binding(cluster: InMemoryCluster, request: Request, _timeout_s: int) -> Reply:
-    """``pods/{name}/binding`` and ``bindings``: 201 with a ``Status``, like the real server."""
+    """``pods/{name}/binding`` and ``bindings``: 201 with a ``Status``, like the real server.
+
+    The Binding's annotations are set on the pod together with its node.
+    """
     body = request.json()
     meta = body.get("metadata") or {}
     name = request.params.get("name") or meta.get("name") or ""
@@ -197,8 +200,18 @@ def _binding(cluster: InMemoryCluster, request: Request, _timeout_s: int) -> Rep
         )
     target = body.get("target") or {}
     uid, node = str(meta.get("uid") or ""), str(target.get("name") or "")
-    cluster.bind(request.params["namespace"], name, uid, node)
+    cluster.bind(request.params["namespace"], name, uid, node, _annotations(meta))
     return Reply(201, status_body(201, "", ""))
+
+
+def _annotations(meta: Mapping[str, Any]) -> dict[str, str]:
+    """A Binding's ``metadata.annotations``; other than strings, a 400 as on the server."""
+    annotations = meta.get("annotations") or {}
+    if not isinstance(annotations, Mapping) or not all(
+        isinstance(v, str) for v in annotations.values()
+    ):
+        raise bad_request(f"metadata.annotations: must be a map of strings, got {annotations!r}")
+    return dict(annotations)
 
 
 def _event(cluster: InMemoryCluster, request: Request, _timeout_s: int) -> Reply:

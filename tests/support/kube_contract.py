@@ -242,6 +242,70 @@ class KubeClientContract:
         assert caught.value.node == "node-a"
         assert len(harness.cluster.bindings) == 1
 
+    def test_bind_pod_sets_annotations_with_the_node(self, harness: Harness) -> None:
+        """One update, as the API server's setPodHostAndAnnotations makes it.
+
+        Keys are set or overwritten, none removed; one new version, one watch event.
+        """
+        before = harness.cluster.put(
+            "pods", pod("web-0", annotations={"keep": "yes", "hami.io/vgpu-node": "stale"})
+        )
+        wanted = {"hami.io/vgpu-node": "node-a", "hami.io/bind-phase": "allocating"}
+        harness.kube.bind_pod("default", "web-0", objects.uid(before), "node-a", annotations=wanted)
+        after = harness.cluster.require("pods", "default", "web-0")
+        assert objects.node_name(after) == "node-a"
+        assert objects.annotations(after) == {"keep": "yes", **wanted}
+        assert harness.cluster.bindings[-1]["metadata"]["annotations"] == wanted
+        assert int(objects.resource_version(after)) == int(objects.resource_version(before)) + 1
+        [(event_type, seen)] = list(
+            harness.kube.watch_pods(objects.resource_version(before), timeout_s=1)
+        )
+        assert event_type == "MODIFIED"
+        assert objects.node_name(seen) == "node-a"
+        assert objects.annotations(seen) == objects.annotations(after)
+
+    @pytest.mark.parametrize(
+        ("uid", "bound_to", "error"),
+        [
+            pytest.param("right", "node-b", AlreadyBound, id="already-bound"),
+            pytest.param("wrong-uid", "", UidMismatch, id="uid-mismatch"),
+        ],
+    )
+    def test_refused_binding_changes_no_annotation(
+        self, harness: Harness, uid: str, bound_to: str, error: type[Exception]
+    ) -> None:
+        before = harness.cluster.put(
+            "pods", pod("web-0", node=bound_to, annotations={"hami.io/vgpu-node": bound_to})
+        )
+        ask_uid = objects.uid(before) if uid == "right" else uid
+        with pytest.raises(error):
+            harness.kube.bind_pod(
+                "default", "web-0", ask_uid, "node-a", annotations={"hami.io/vgpu-node": "node-a"}
+            )
+        after = harness.cluster.require("pods", "default", "web-0")
+        assert objects.annotations(after) == {"hami.io/vgpu-node": bound_to}
+        assert objects.resource_version(after) == objects.resource_version(before)
+        assert harness.cluster.bindings == []
+
+    @pytest.mark.parametrize(
+        ("annotations", "words"),
+        [
+            pytest.param({"a": None}, ["annotations['a']", "a string", "None"], id="none-value"),
+            pytest.param({"a": 5}, ["annotations['a']", "5"], id="int-value"),
+            pytest.param({"": "x"}, ["annotations key", "''"], id="empty-key"),
+        ],
+    )
+    def test_bind_pod_rejects_bad_annotations(
+        self, harness: Harness, annotations: Any, words: list[str]
+    ) -> None:
+        harness.cluster.put("pods", pod("web-0"))
+        with pytest.raises(ValueError) as caught:
+            harness.kube.bind_pod("default", "web-0", "", "node-a", annotations=annotations)
+        for word in words:
+            assert word in str(caught.value)
+        assert objects.node_name(harness.cluster.require("pods", "default", "web-0")) == ""
+        assert harness.cluster.bindings == []
+
     @pytest.mark.parametrize(
         ("name", "target", "error", "words"),
         [

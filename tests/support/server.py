@@ -14,7 +14,7 @@ import subprocess
 import sys
 import threading
 import time
-from collections.abc import Callable, Iterator, Sequence
+from collections.abc import Callable, Iterator, Mapping, Sequence
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
@@ -332,10 +332,18 @@ class _CrashingKube:
     def __getattr__(self, name: str) -> Any:
         return getattr(self._inner, name)
 
-    def bind_pod(self, namespace: str, name: str, uid: str, node: str) -> None:
+    def bind_pod(
+        self,
+        namespace: str,
+        name: str,
+        uid: str,
+        node: str,
+        *,
+        annotations: Mapping[str, str] | None = None,
+    ) -> None:
         if self._when == "before-binding":
             os.kill(os.getpid(), signal.SIGKILL)
-        self._inner.bind_pod(namespace, name, uid, node)
+        self._inner.bind_pod(namespace, name, uid, node, annotations=annotations)
         if self._when == "after-binding":
             os.kill(os.getpid(), signal.SIGKILL)
 

@@ -24,14 +24,18 @@ def rfc3339(moment: datetime) -> str:
     return moment.astimezone(UTC).strftime("%Y-%m-%dT%H:%M:%SZ")
 
 
-def _checked_map(field: str, values: Mapping[str, str | None]) -> dict[str, str | None]:
+def _checked_map(
+    field: str, values: Mapping[str, str | None], *, removable: bool = True
+) -> dict[str, str | None]:
+    """A copy of ``values``; ``removable`` allows ``None`` (a merge patch's delete)."""
     if not isinstance(values, Mapping):
         raise ValueError(f"{field} must be a mapping of strings, got {values!r}")
+    wanted = "a string or None" if removable else "a string"
     for key, value in values.items():
         if not isinstance(key, str) or not key:
             raise ValueError(f"{field} key must be a non-empty string, got {key!r}")
-        if value is not None and not isinstance(value, str):
-            raise ValueError(f"{field}[{key!r}] must be a string or None, got {value!r}")
+        if not isinstance(value, str) and not (removable and value is None):
+            raise ValueError(f"{field}[{key!r}] must be {wanted}, got {value!r}")
     return dict(values)
 
 
@@ -58,14 +62,27 @@ def metadata_patch(
     return {"metadata": metadata}
 
 
-def binding(namespace: str, name: str, uid: str, node: str) -> dict[str, Any]:
-    """The ``Binding`` kube-scheduler's DefaultBinder creates, UID included."""
+def binding(
+    namespace: str,
+    name: str,
+    uid: str,
+    node: str,
+    annotations: Mapping[str, str] | None = None,
+) -> dict[str, Any]:
+    """The ``Binding`` kube-scheduler's DefaultBinder creates, UID included.
+
+    The API server sets the Binding's annotations on the pod in the same update that
+    sets its node, so they arrive with the node or not at all.
+    """
     for field, value in (("namespace", namespace), ("name", name), ("node", node)):
         if not isinstance(value, str) or not value:
             raise ValueError(f"binding {field} must be a non-empty string, got {value!r}")
-    metadata = {"name": name, "namespace": namespace}
+    metadata: dict[str, Any] = {"name": name, "namespace": namespace}
     if uid:
         metadata["uid"] = uid
+    if annotations is not None:
+        # The server only sets a Binding's annotations on the pod, never removes one.
+        metadata["annotations"] = _checked_map("annotations", annotations, removable=False)
     return {
         "apiVersion": "v1",
         "kind": "Binding",

@@ -62,8 +62,20 @@ class KubeClient(Protocol):
         """
         ...
 
-    def bind_pod(self, namespace: str, name: str, uid: str, node: str) -> None:
+    def bind_pod(
+        self,
+        namespace: str,
+        name: str,
+        uid: str,
+        node: str,
+        *,
+        annotations: Mapping[str, str] | None = None,
+    ) -> None:
         """Create the pod's ``Binding`` to ``node``, guarded by the pod's UID.
+
+        ``annotations`` ride on the Binding: the API server sets them on the pod in the
+        same update that sets its node (adding or overwriting keys, removing none), so
+        a refused Binding leaves the pod's annotations as they were.
 
         Raises ``AlreadyBound`` (with ``.node`` when known) when the pod already has a
         node, ``UidMismatch`` when the name now belongs to another pod, ``NotFound``

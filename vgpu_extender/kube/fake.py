@@ -107,11 +107,19 @@ class FakeKubeClient:
             lambda: self.cluster.patch("pods", namespace, name, body),
         )
 
-    def bind_pod(self, namespace: str, name: str, uid: str, node: str) -> None:
-        bodies.binding(namespace, name, uid, node)  # validates the arguments
+    def bind_pod(
+        self,
+        namespace: str,
+        name: str,
+        uid: str,
+        node: str,
+        *,
+        annotations: Mapping[str, str] | None = None,
+    ) -> None:
+        body = bodies.binding(namespace, name, uid, node, annotations)
         self._enter("bind_pod")
         try:
-            self.cluster.bind(namespace, name, uid, node)
+            self.cluster.bind(namespace, name, uid, node, body["metadata"].get("annotations"))
         except KubeError as exc:
             error = with_context(exc, f"bind pod {namespace}/{name} to node {node}")
             raise as_binding_error(error) from None

@@ -6,7 +6,8 @@ server, so the fake and the real client over HTTP see one behaviour:
 - one cluster-wide resourceVersion counter, like etcd's revision;
 - merge patches whose ``metadata.resourceVersion`` or ``metadata.uid`` is stale fail
   with 409, as do replaces with a stale version and creates of an existing name;
-- a binding fails with 409 when the pod already has a node or another UID;
+- a binding sets the pod's node and the Binding's annotations in one update, and
+  fails with 409 when the pod already has a node or another UID;
 - a bounded change history (:mod:`~vgpu_extender.kube.history`), so a watch can
   resume from a version and a version older than the history fails with 410.
 
@@ -189,8 +190,20 @@ class InMemoryCluster:
             self._record(Change(self._revision, kind, old, gone, deleted=True))
             return copy.deepcopy(gone)
 
-    def bind(self, namespace: str, name: str, uid: str, node: str) -> KubeObject:
-        """What ``POST pods/{name}/binding`` does: set spec.nodeName once, guarded by UID."""
+    def bind(
+        self,
+        namespace: str,
+        name: str,
+        uid: str,
+        node: str,
+        annotations: Mapping[str, str] | None = None,
+    ) -> KubeObject:
+        """What ``POST pods/{name}/binding`` does: set spec.nodeName once, guarded by UID.
+
+        The Binding's annotations are set on the pod in that same update (each key added
+        or overwritten, none removed), as the API server's ``setPodHostAndAnnotations``
+        does: one new version, one watch event.
+        """
         if not node:
             raise _invalid("target.name: Required value")
         with self._cond:
@@ -215,16 +228,22 @@ class InMemoryCluster:
                 )
             new = copy.deepcopy(old)
             new.setdefault("spec", {})["nodeName"] = node
+            if annotations:
+                pod_annotations = new["metadata"].get("annotations") or {}
+                new["metadata"]["annotations"] = {**pod_annotations, **annotations}
             conditions = new.setdefault("status", {}).setdefault("conditions", [])
             conditions[:] = [c for c in conditions if c.get("type") != "PodScheduled"]
             conditions.append(
                 {"type": "PodScheduled", "status": "True", "lastTransitionTime": now_rfc3339()}
             )
+            metadata: dict[str, Any] = {"name": name, "namespace": namespace, "uid": uid}
+            if annotations:
+                metadata["annotations"] = dict(annotations)
             self.bindings.append(
                 {
                     "apiVersion": "v1",
                     "kind": "Binding",
-                    "metadata": {"name": name, "namespace": namespace, "uid": uid},
+                    "metadata": metadata,
                     "target": {"apiVersion": "v1", "kind": "Node", "name": node},
                 }
             )

@@ -160,8 +160,16 @@ class RealKubeClient:
             content_type=MERGE_PATCH,
         )
 
-    def bind_pod(self, namespace: str, name: str, uid: str, node: str) -> None:
-        body = bodies.binding(namespace, name, uid, node)
+    def bind_pod(
+        self,
+        namespace: str,
+        name: str,
+        uid: str,
+        node: str,
+        *,
+        annotations: Mapping[str, str] | None = None,
+    ) -> None:
+        body = bodies.binding(namespace, name, uid, node, annotations)
         context = f"bind pod {namespace}/{name} to node {node}"
         try:
             # The answer is a Status, not a Binding: success is the 2xx, nothing to parse.

@@ -1,13 +1,15 @@
 """bind: the only write. Choose devices, reserve them in the store, tell Kubernetes.
 
 1. Find the pod's request (the pod seen at filter, or the pod read from the API).
-2. Choose devices on the node kube-scheduler picked; in one store transaction, lock
-   the node's row, re-check the fit against what is committed, insert the rows. When
-   another replica got there first the index learns the node from the store and the
-   choice is made again.
-3. Patch HAMi's annotations (under HAMi's node lock when configured), create the
-   Binding with the pod UID, mark the rows bound, queue an Event (posted by the
-   recorder's worker, not waited for).
+2. Choose devices on the node kube-scheduler picked (binds to one node take turns)
+   and mark them taken in the index at once, so the next pods' filters see them; in
+   one store transaction, lock the node's row, re-check the fit against what is
+   committed, insert the rows. When another replica got there first the index learns
+   the node from the store and the choice is made again.
+3. Under HAMi's node lock when configured, create the Binding with the pod UID and
+   HAMi's annotations (the API server sets them on the pod in the same update as its
+   node), mark the rows bound, queue an Event (posted by the recorder's worker, not
+   waited for).
 4. Any failure after the insert deletes the rows and releases the lock.
 
 Without Kubernetes (standalone) the allocation is recorded as bound at once.
@@ -154,6 +156,10 @@ class BindingService:
 
     # ----------------------------------------------------------------- step 2
     def _reserve(self, args: BindRequest, request: PodRequest) -> PodAssignment:
+        with self._cluster.binding_to(args.node):
+            return self._reserve_on_node(args, request)
+
+    def _reserve_on_node(self, args: BindRequest, request: PodRequest) -> PodAssignment:
         last = ""
         for _attempt in range(self._retries):
             with self._cluster.lock:
@@ -161,10 +167,12 @@ class BindingService:
                 verdict = self._cluster.planner.filter(request, [args.node])
                 rejection = verdict.rejections.get(args.node)
                 chosen = rejection or self._cluster.planner.choose(request, args.node)
-            if not isinstance(chosen, PodAssignment):
-                raise BindError(
-                    f"bind {args.key}: node {args.node} cannot take the pod: {chosen.message()}"
-                )
+                if not isinstance(chosen, PodAssignment):
+                    raise BindError(
+                        f"bind {args.key}: node {args.node} cannot take the pod: {chosen.message()}"
+                    )
+                # Filters of the next pods see these devices taken from now on.
+                assumed = self._cluster.assume(args.uid, chosen)
             try:
                 with self._engine.begin() as connection:
                     store.reserve(
@@ -178,22 +186,33 @@ class BindingService:
                     if self._kube is None:
                         store.mark_bound(connection, pod_uid=args.uid, now=self._clock())
             except store.AlreadyAllocated as exc:
+                self._forget(args, assumed)
                 if not self._drop_stale_reservation(args, exc):
                     raise BindError(f"bind {args.key}: {exc.detail}") from None
                 last = exc.detail
                 continue
             except store.StoreConflict as exc:
                 # Another replica (or an import) changed the node: learn it and choose again.
+                self._forget(args, assumed)
                 last = exc.detail
                 self._cluster.refresh_node(self._sessions, args.node)
                 continue
-            except store.StoreError as exc:
-                raise BindError(f"bind {args.key}: {exc}") from None
+            except BaseException as exc:
+                self._forget(args, assumed)
+                if isinstance(exc, store.StoreError):
+                    raise BindError(f"bind {args.key}: {exc}") from None
+                raise
+            # Recorded again even when assumed: a node refresh meanwhile may have dropped it.
             self._cluster.apply(args.uid, chosen)
             with self._cluster.lock:
                 self._cluster.planner.observe(request)
             return chosen
         raise BindError(f"bind {args.key}: node {args.node} no longer fits: {last}")
+
+    def _forget(self, args: BindRequest, assumed: bool) -> None:
+        """Take back a choice the store did not accept."""
+        if assumed:
+            self._cluster.release(args.uid)
 
     def _drop_stale_reservation(self, args: BindRequest, exc: store.AlreadyAllocated) -> bool:
         """A reservation left by an earlier attempt of this pod, which the API shows
@@ -217,14 +236,18 @@ class BindingService:
             annotations = self._cluster.vendor.bind_annotations(
                 assignment, bind_time=int(self._clock().timestamp())
             )
-            self._kube.patch_pod_annotations(args.namespace, args.pod_name, annotations)
             try:
-                self._kube.bind_pod(args.namespace, args.pod_name, args.uid, args.node)
+                # The annotations ride on the Binding: the pod gets them with its node.
+                self._kube.bind_pod(
+                    args.namespace, args.pod_name, args.uid, args.node, annotations=annotations
+                )
             except AlreadyBound as exc:
                 if exc.node != args.node:
                     raise
-                # Bound to this very node by someone else meanwhile: the pod runs there
-                # with the devices just annotated, so the allocation stands.
+                # Bound to this very node by someone else meanwhile, with annotations
+                # that may not be ours: write ours, so the pod runs with the devices
+                # recorded, and the allocation stands.
+                self._kube.patch_pod_annotations(args.namespace, args.pod_name, annotations)
                 logger.info("bind %s: already bound to %s; keeping it", args.key, args.node)
         except Exception as exc:  # any failure after the insert must undo it
             self._undo(args, locked)

@@ -9,7 +9,8 @@ from __future__ import annotations
 
 import logging
 import threading
-from collections.abc import Iterable
+from collections.abc import Iterable, Iterator
+from contextlib import contextmanager
 
 from sqlalchemy.orm import Session, sessionmaker
 
@@ -38,6 +39,22 @@ class ClusterState:
         self.planner_config = planner_config or PlannerConfig()
         self.planner = Planner(self.index, self.registry, self.planner_config)
         self.lock = threading.RLock()
+        self._binds: dict[str, threading.Lock] = {}
+        self._binds_lock = threading.Lock()
+
+    @contextmanager
+    def binding_to(self, node: str) -> Iterator[None]:
+        """Held by a bind from its device choice until the store has its rows.
+
+        kube-scheduler binds asynchronously, often several pods to one node at once:
+        queued here, each chooses after the one before has recorded its devices, rather
+        than all choosing the same device and all but one failing in the store. Binds
+        to different nodes do not wait for each other.
+        """
+        with self._binds_lock:
+            guard = self._binds.setdefault(node, threading.Lock())
+        with guard:
+            yield
 
     # ----------------------------------------------------------------- loading
     def load(self, sessions: sessionmaker[Session]) -> tuple[int, int]:
@@ -85,6 +102,16 @@ class ClusterState:
         with self.lock:
             self.index.release(uid)
             self._apply_unchecked(uid, assignment)
+
+    def assume(self, uid: str, assignment: PodAssignment) -> bool:
+        """Record a choice before the store has it, so filters see the devices taken at
+        once (kube-scheduler's "assume"); only for a pod the index holds nothing for.
+        Returns whether it was recorded: the caller releases it if the store refuses."""
+        with self.lock:
+            if self.index.allocation(uid) is not None:
+                return False
+            self._apply_unchecked(uid, assignment)
+            return True
 
     def release(self, uid: str) -> PodAssignment | None:
         with self.lock:

@@ -77,5 +77,5 @@ class Vendor(Protocol):
         ...
 
     def bind_annotations(self, assignment: PodAssignment, *, bind_time: int) -> dict[str, str]:
-        """The annotations to patch onto the pod at bind, for the node agent to find it."""
+        """The annotations the pod gets at bind (carried by the Binding), for the node agent."""
         ...

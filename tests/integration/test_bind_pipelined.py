@@ -1,0 +1,136 @@
+"""Binds in flight at once, as kube-scheduler sends them (its binding cycle is async).
+
+Several binds to one node queue for it and each chooses after the previous one has
+recorded its devices, so none fails for choosing a device another bind just took; and
+a bind's devices count as taken for the next filters from the moment it chooses them,
+not only once the store has them.
+"""
+
+from __future__ import annotations
+
+import threading
+from collections.abc import Iterator
+from concurrent.futures import ThreadPoolExecutor
+from contextlib import contextmanager
+from typing import Any
+
+import pytest
+from sqlalchemy import event
+
+from tests.support.apiserver import FakeApiServer
+from tests.support.server import RunningExtender, StartExtender, args, bind_args, node_json
+from tests.support.server import pod_json as make_pod
+from vgpu_extender.kube.real import RealKubeClient
+
+NODE = "gpu-1"
+# 2 GPUs x 10 shares: room for 20 pods of 1000 MiB / 5 cores, exactly.
+ROOM = 20
+
+
+@pytest.fixture(params=["sqlite", "postgresql"])
+def database_url(request: pytest.FixtureRequest, tmp_path: Any) -> str:
+    if request.param == "sqlite":
+        return f"sqlite:///{tmp_path / 'extender.db'}"
+    url: str = request.getfixturevalue("fresh_postgres")
+    return url
+
+
+def _start(
+    extender: StartExtender, apiserver: FakeApiServer, kube: RealKubeClient, **settings: Any
+) -> RunningExtender:
+    apiserver.add_node(node_json(NODE, gpus=2, mem=10_000))
+    running = extender(kube=kube, **settings)
+    assert NODE in running.runtime.cluster.index
+    return running
+
+
+def test_binds_to_one_node_at_once_all_succeed_while_there_is_room(
+    extender: StartExtender,
+    apiserver: FakeApiServer,
+    real_kube: RealKubeClient,
+    database_url: str,
+) -> None:
+    running = _start(extender, apiserver, real_kube, database_url=database_url)
+    pods = [apiserver.add_pod(make_pod(f"p{i:02d}", mem=1000, cores=5)) for i in range(ROOM + 4)]
+    for pod in pods:  # kube-scheduler filters every pod before binding it
+        assert running.verb("/filter", args(pod, [NODE]))["NodeNames"] == [NODE]
+
+    def bind(pod: dict[str, Any]) -> str:
+        error: str = running.verb("/bind", bind_args(pod, NODE))["Error"]
+        return error
+
+    with ThreadPoolExecutor(max_workers=24) as pool:
+        errors = list(pool.map(bind, pods))
+
+    refused = [e for e in errors if e]
+    # Exactly the room is bound; the rest are refused for lack of room, never because
+    # two binds chose the same device at once.
+    assert len(refused) == len(pods) - ROOM, refused
+    assert all("cannot take the pod: insufficient gpu slots" in e for e in refused), refused
+    nodes = [
+        apiserver.get_pod("default", p["metadata"]["name"])["spec"].get("nodeName") for p in pods
+    ]
+    assert nodes.count(NODE) == ROOM
+
+
+@contextmanager
+def _held_insert(running: RunningExtender) -> Iterator[tuple[threading.Event, threading.Event]]:
+    """Pause the store's allocation INSERT until ``release`` is set; ``reached`` says
+    the bind got there. A ``fail`` attribute on ``release`` makes the INSERT fail."""
+    reached, release = threading.Event(), threading.Event()
+    engine = running.runtime.engine
+
+    def pause(conn: Any, cursor: Any, statement: str, *_: Any) -> None:
+        if statement.lstrip().upper().startswith("INSERT INTO ALLOCATIONS"):
+            reached.set()
+            release.wait(30)
+            if getattr(release, "fail", False):
+                raise RuntimeError("the store is gone")
+
+    event.listen(engine, "before_cursor_execute", pause)
+    try:
+        yield reached, release
+    finally:
+        release.set()
+        event.remove(engine, "before_cursor_execute", pause)
+
+
+def test_a_bind_takes_its_devices_for_filters_before_the_store_has_them(
+    extender: StartExtender,
+    apiserver: FakeApiServer,
+    real_kube: RealKubeClient,
+) -> None:
+    running = _start(extender, apiserver, real_kube)
+    whole = apiserver.add_pod(make_pod("whole", gpus=2, mem=10_000, cores=100))
+    other = apiserver.add_pod(make_pod("other", gpus=2, mem=10_000, cores=100))
+    assert running.verb("/filter", args(whole, [NODE]))["NodeNames"] == [NODE]
+
+    with _held_insert(running) as (reached, release), ThreadPoolExecutor(1) as pool:
+        answer = pool.submit(running.verb, "/bind", bind_args(whole, NODE))
+        assert reached.wait(30)
+        # The bind is still writing: its devices are taken already.
+        verdict = running.verb("/filter", args(other, [NODE]))
+        assert verdict["NodeNames"] == []
+        assert NODE in verdict["FailedNodes"]
+        release.set()
+        assert answer.result(30) == {"Error": ""}
+
+
+def test_a_choice_the_store_refuses_is_taken_back(
+    extender: StartExtender,
+    apiserver: FakeApiServer,
+    real_kube: RealKubeClient,
+) -> None:
+    running = _start(extender, apiserver, real_kube)
+    whole = apiserver.add_pod(make_pod("whole", gpus=2, mem=10_000, cores=100))
+    assert running.verb("/filter", args(whole, [NODE]))["NodeNames"] == [NODE]
+
+    with _held_insert(running) as (reached, release), ThreadPoolExecutor(1) as pool:
+        answer = pool.submit(running.verb, "/bind", bind_args(whole, NODE))
+        assert reached.wait(30)
+        release.fail = True  # type: ignore[attr-defined]
+        release.set()
+        assert "the store is gone" in answer.result(30)["Error"]
+
+    assert running.runtime.cluster.index.allocation(whole["metadata"]["uid"]) is None
+    assert running.verb("/filter", args(whole, [NODE]))["NodeNames"] == [NODE]
