@@ -93,7 +93,7 @@ VERBS: dict[str, Verb] = {
     "/filter_onlyone": Verb("filter", filter_only_one, "Decisive mode: only the best node stays."),
     "/prioritize": Verb("prioritize", prioritize, "Integer scores 0..10 per candidate."),
     "/priority": Verb("prioritize", prioritize, "Integer scores 0..10 per candidate (alias)."),
-    "/bind": Verb("bind", bind, "Reserve the devices, create the Binding carrying HAMi's annotations."),
+    "/bind": Verb("bind", bind, "Reserve the devices; create the Binding with HAMi's annotations."),
     "/preempt": Verb(
         "preempt", preempt, "Per candidate node, the fewest victims whose devices make the pod fit."
     ),
