@@ -276,3 +276,26 @@ def test_fit_agrees_with_reference_and_device_choice(
             # Unresolvable: the pod does not fit even with every allocation released.
             empty = build(cluster)
             assert not isinstance(choose_devices(empty, request, name), PodAssignment), name
+
+
+@given(clusters(), st.lists(requests(), max_size=4), requests())
+def test_fit_of_one_node_in_a_large_grid_agrees_with_the_reference(
+    cluster: list[NodeInventory], earlier: list[PodRequest], request: PodRequest
+) -> None:
+    # Idle nodes fill the grid, so a single candidate is judged on its own row (bind's
+    # case), not over the whole grid.
+    fillers = [make_node(f"idle{i}", 1) for i in range(40)]
+    index = build(cluster + fillers)
+    for i, pod in enumerate(earlier):
+        verdict = choose_devices(index, pod, cluster[i % len(cluster)].name)
+        if isinstance(verdict, PodAssignment):
+            index.apply(f"p{i}", verdict, cpu_milli=pod.cpu_milli)
+    for name in [n.name for n in cluster]:
+        one = fit(
+            index,
+            request,
+            [name],
+            exact=lambda row: choose_devices(index, request, index.name_of(row), by_index),
+        )
+        assert one.feasible == reference_fit(index, request, [name]), name
+        assert (name in one.rejections) != (name in one.feasible), name

@@ -22,6 +22,8 @@ from vgpu_extender.engine.index import ClusterIndex
 from vgpu_extender.engine.selection import selector_mask
 
 ExactCheck = Callable[[int], "PodAssignment | Rejection"]
+#: Candidates fewer than the grid's rows / this are judged on their own rows.
+_FEW_ROWS_FACTOR = 16
 
 
 @dataclass(slots=True)
@@ -50,16 +52,43 @@ def fitting_devices(cols: DeviceColumns, container: ContainerRequest, static: Bo
     """Devices that can hold one share of ``container`` now, in the rows ``static`` covers
     (the first ``len(static)`` rows of the grid)."""
     n = static.shape[0]
-    slots_free = cols.slots_free[:n]
+    return _fitting(container, static, *(column[:n] for column in _usage_columns(cols)))
+
+
+def _fitting_in_rows(
+    cols: DeviceColumns, container: ContainerRequest, static: BoolGrid, rows: IntVec
+) -> BoolGrid:
+    """``fitting_devices`` for some rows only (a small copy of each column)."""
+    taken = (np.take(column, rows, axis=0) for column in _usage_columns(cols))
+    return _fitting(container, np.take(static, rows, axis=0), *taken)
+
+
+def _usage_columns(cols: DeviceColumns) -> tuple[IntGrid, ...]:
+    return (cols.slots_free, cols.slots_total, cols.mem_free, cols.mem_total, cols.cores_free)
+
+
+def _fitting(
+    container: ContainerRequest,
+    static: BoolGrid,
+    slots_free: IntGrid,
+    slots_total: IntGrid,
+    mem_free: IntGrid,
+    mem_total: IntGrid,
+    cores_free: IntGrid,
+) -> BoolGrid:
     ok = static & (slots_free > 0)
-    ok &= cols.mem_free[:n] >= memory_need(cols, container, n)
-    cores_free = cols.cores_free[:n]
+    if container.memory_mib > 0:
+        ok &= mem_free >= container.memory_mib
+    elif container.memory_percent == 100:  # a whole device's memory: no arithmetic needed
+        ok &= mem_free >= mem_total
+    else:
+        ok &= mem_free >= mem_total * container.memory_percent // 100
     if container.cores > 0:
         ok &= cores_free >= container.cores
     else:
         ok &= cores_free > 0
     if container.exclusive:
-        ok &= slots_free == cols.slots_total[:n]
+        ok &= slots_free == slots_total
     return ok
 
 
@@ -102,10 +131,17 @@ def fit(
     good = rows >= 0
     safe_rows = np.where(good, rows, 0)
     numa_values = index.numa_values if request.numa_bind else None
+    # A few candidates (bind checks one node) are judged on their own rows, not the grid.
+    few = len(safe_rows) * _FEW_ROWS_FACTOR < static.shape[0]
     for container in distinct_shapes(request.device_containers):
-        ok = fitting_devices(cols, container, static)
-        counts = per_node_count(ok, cols.numa[: len(ok)], numa_values)
-        good &= counts[safe_rows] >= container.count
+        if few:
+            ok = _fitting_in_rows(cols, container, static, safe_rows)
+            counts = per_node_count(ok, np.take(cols.numa, safe_rows, axis=0), numa_values)
+            good &= counts >= container.count
+        else:
+            ok = fitting_devices(cols, container, static)
+            counts = per_node_count(ok, cols.numa[: len(ok)], numa_values)
+            good &= counts[safe_rows] >= container.count
     if request.cpu_milli or request.host_memory_mib:
         good &= cols.cpu_free[safe_rows] >= request.cpu_milli
         good &= cols.hostmem_free[safe_rows] >= request.host_memory_mib
