@@ -6,8 +6,10 @@ Demo nodes: demo-a100-1/2 (4 x A100 80 GB, priority label 10/20), demo-t4-1 (2 x
 
 from __future__ import annotations
 
+from collections.abc import Iterator
 from typing import Any
 
+import msgspec
 import pytest
 
 from tests.support.server import StartExtender, args, place, pod_json
@@ -168,3 +170,24 @@ def test_noop_decodes_and_keeps_every_node_without_placing(extender: StartExtend
     answer = running.verb("/noop", args(pod_json("huge", mem=100_000), DEMO))
     assert answer["NodeNames"] == DEMO
     assert len(running.runtime.cluster.index.node_names()) == len(DEMO)
+
+
+def test_a_body_sent_in_chunks_is_read_whole(extender: StartExtender) -> None:
+    running = extender(demo=True)
+    body = msgspec.json.encode(args(pod_json("p", mem=1000), DEMO))
+
+    def chunks() -> Iterator[bytes]:  # no Content-Length: chunked transfer encoding
+        for start in range(0, len(body), 7):
+            yield body[start : start + 7]
+
+    response = running.client.post(
+        "/filter", content=chunks(), headers={"Content-Type": "application/json"}
+    )
+    assert response.status_code == 200
+    assert response.json()["NodeNames"] == DEMO
+
+
+def test_other_methods_on_a_verb_path_are_not_verbs(extender: StartExtender) -> None:
+    running = extender(demo=True)
+    assert running.client.get("/filter").status_code in (404, 405)
+    assert running.client.get("/healthz").status_code == 200

@@ -260,3 +260,17 @@ def test_grant_vendor_and_assignment_round_trip() -> None:
     assert alloc is not None
     assert alloc.assignment is assignment
     assert list(index.allocations()) == [alloc]
+
+
+def test_a_long_candidate_list_keeps_its_rows_while_single_nodes_are_looked_up() -> None:
+    index = make_index(*(make_node(f"n{i}", 1) for i in range(40)))
+    names = tuple(f"n{i}" for i in range(40))
+    rows = index.rows_of(names)
+    assert rows.tolist() == list(range(40))
+    index.rows_of(["n3"])  # a bind's one-node check in between
+    index.rows_of(["n5"])
+    assert index.rows_of(names) is rows  # still remembered, found by identity
+    assert index.rows_of(list(names)) is not rows  # an equal list of another type: looked up
+    index.upsert_node(make_node("n40", 1))  # the topology changed: looked up again
+    assert index.rows_of(names) is not rows
+    assert index.rows_of(names).tolist() == list(range(40))

@@ -16,6 +16,10 @@ import numpy as np
 from vgpu_extender.domain import Device, DeviceUsage, NodeInventory, PodAssignment
 from vgpu_extender.engine.columns import UNLIMITED, DeviceColumns, IntVec
 
+#: Candidate lists at least this long are remembered by ``rows_of``; shorter ones cost
+#: less to look up than a comparison with a remembered list.
+_MEMO_MIN_NAMES = 32
+
 
 class AllocationError(ValueError):
     """An assignment cannot be applied: unknown node or device, or it would over-allocate."""
@@ -126,8 +130,9 @@ class ClusterIndex:
                 return cached_rows
         rows = self._lookup_rows(names)
         rows.flags.writeable = False
-        kept = names if isinstance(names, tuple) else list(names)  # a copy unless immutable
-        self._recent_rows = [(kept, self._topology_version, rows), *self._recent_rows[:1]]
+        if len(names) >= _MEMO_MIN_NAMES:  # short lists (bind's one node) must not evict
+            kept = names if isinstance(names, tuple) else list(names)  # a copy unless immutable
+            self._recent_rows = [(kept, self._topology_version, rows), *self._recent_rows[:1]]
         return rows
 
     def _lookup_rows(self, names: Sequence[str]) -> IntVec:
