@@ -33,6 +33,7 @@ from vgpu_extender.store import (
     live_allocations,
     load_inventories,
     mark_bound,
+    mark_many_bound,
     migrate,
     release,
     remove_node,
@@ -443,6 +444,26 @@ class StoreContract:
         put_node(db)
         with db.factory.begin() as session, pytest.raises(StoreConflict, match="no reserved"):
             mark_bound(session, pod_uid="ghost")
+
+    def test_mark_many_bound_marks_reserved_pods_and_names_those_with_nothing_live(
+        self, db: Db
+    ) -> None:
+        put_node(db)
+        do_reserve(db, "reserved", grants("node-a", [("GPU-a0", 1000, 0), ("GPU-a1", 1000, 0)]))
+        do_reserve(db, "bound", grants("node-a", [("GPU-a0", 1000, 0)]))
+        do_reserve(db, "released", grants("node-a", [("GPU-a1", 1000, 0)]))
+        with db.factory.begin() as session:
+            mark_bound(session, pod_uid="bound")
+            release(session, pod_uid="released")
+        uids = ["reserved", "bound", "released", "ghost", "reserved"]
+        with db.factory.begin() as session:
+            gone = mark_many_bound(session, pod_uids=uids, now=T0)
+        assert gone == {"released", "ghost"}
+        with db.factory() as session:
+            states = {uid: meta.state for uid, (_a, meta) in assignments(session).items()}
+        assert states == {"reserved": AllocationState.BOUND, "bound": AllocationState.BOUND}
+        with db.factory.begin() as session:
+            assert mark_many_bound(session, pod_uids=[]) == set()
 
     def test_delete_reservation_removes_only_reserved_rows(self, db: Db) -> None:
         put_node(db)

@@ -6,8 +6,7 @@ demo-t4-2 (2 x T4 15 GB each). Device UUIDs are ``GPU-demo-<node>-<index>``.
 
 from __future__ import annotations
 
-import time
-from collections.abc import Callable, Iterator
+from collections.abc import Iterator
 from typing import Any
 
 import pytest
@@ -23,20 +22,13 @@ from tests.support.server import (
     standalone_settings,
     start_extender,
 )
+from tests.support.waiting import eventually
 from vgpu_extender.kube.fake import FakeKubeClient
 
 TOKEN = "admin-s3cret"
 AUTH = {"Authorization": f"Bearer {TOKEN}"}
 A100 = 81920
 T4 = 15360
-
-
-def _eventually(check: Callable[[], bool]) -> None:
-    """Wait for what the background watches do (nothing about timing is asserted)."""
-    deadline = time.monotonic() + 20
-    while not check():
-        assert time.monotonic() < deadline, "the state never settled"
-        time.sleep(0.02)
 
 
 def _gpu(node: str, index: int) -> str:
@@ -427,7 +419,7 @@ def test_cordon_with_a_cluster_writes_hamis_node_annotation(extender: StartExten
     running.client.post("/api/v1/devices/GPU-n1-1/uncordon", headers=AUTH)
     assert "hami.io/device-cordon" not in kube.get_node("n1")["metadata"]["annotations"]
     # The node watch replays each annotation change after the fact; it ends where we did.
-    _eventually(lambda: running.client.get("/api/v1/nodes/n1").json()["cordoned_gpus"] == 0)
+    eventually(lambda: running.client.get("/api/v1/nodes/n1").json()["cordoned_gpus"] == 0)
 
 
 def test_cordon_of_an_unknown_gpu_is_404(extender: StartExtender) -> None:

@@ -24,6 +24,7 @@ from tests.support.server import (
     spawn_extender,
     write_kubeconfig,
 )
+from tests.support.waiting import eventually
 from vgpu_extender import store
 from vgpu_extender.vendors import create_vendor
 
@@ -75,7 +76,14 @@ def test_two_replicas_never_over_allocate(
 
     engine = store.make_engine(fresh_postgres)
     try:
-        with store.session_factory(engine)() as session:
+        sessions = store.session_factory(engine)
+
+        def all_bound() -> bool:  # rows are marked bound in the background after a bind
+            with sessions() as session:
+                return all(r.state == "bound" for r in store.live_allocations(session))
+
+        eventually(all_bound, "every bound pod's rows marked bound")
+        with sessions() as session:
             rows = store.live_allocations(session)
             devices = {
                 d.uuid: d

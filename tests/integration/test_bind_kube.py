@@ -7,8 +7,6 @@ after the store insert leaves nothing behind.
 
 from __future__ import annotations
 
-import time
-from collections.abc import Callable
 from datetime import UTC, datetime, timedelta
 from typing import Any
 
@@ -23,6 +21,7 @@ from tests.support.server import (
     node_json,
     pod_json,
 )
+from tests.support.waiting import eventually
 from vgpu_extender import store
 from vgpu_extender.kube.real import RealKubeClient
 
@@ -32,15 +31,6 @@ NODE = "gpu-1"
 def _rows(running: RunningExtender, uid: str) -> list[store.Allocation]:
     with running.runtime.sessions() as session:
         return store.live_allocations(session, pod_uid=uid)
-
-
-def _eventually(check: Callable[[], bool], what: str) -> None:
-    """Wait for something the watches do in the background (no timing is asserted)."""
-    deadline = time.monotonic() + 20
-    while not check():
-        if time.monotonic() > deadline:
-            pytest.fail(f"never happened: {what}")
-        time.sleep(0.02)
 
 
 @pytest.fixture
@@ -71,8 +61,9 @@ def test_bind_annotates_binds_with_uid_and_records_an_event(
     assert binding["metadata"]["uid"] == pod["metadata"]["uid"]
     assert binding["target"]["name"] == NODE
     annotations = stored["metadata"]["annotations"]
-    rows = _rows(running, pod["metadata"]["uid"])
-    assert [r.state for r in rows] == [store.AllocationState.BOUND]
+    uid = pod["metadata"]["uid"]
+    eventually(lambda: [r.state for r in _rows(running, uid)] == [store.AllocationState.BOUND])
+    rows = _rows(running, uid)
     assert annotations["hami.io/vgpu-node"] == NODE
     assert annotations["hami.io/bind-phase"] == "allocating"
     assert int(annotations["hami.io/bind-time"]) > 0
@@ -82,7 +73,7 @@ def test_bind_annotates_binds_with_uid_and_records_an_event(
     # The annotations rode on the Binding: it is the only write to the pod.
     assert binding["metadata"]["annotations"] == annotations
     assert _pod_writes(cluster) == [("POST", "/api/v1/namespaces/default/pods/web/binding")]
-    _eventually(lambda: bool(cluster.events), "the bind's Event was posted")
+    eventually(lambda: bool(cluster.events), "the bind's Event was posted")
     reasons = [e["reason"] for e in cluster.events]
     assert reasons == ["BindingSucceed"]
 
@@ -131,7 +122,7 @@ def test_a_failure_after_the_insert_removes_the_rows(
     assert running.runtime.cluster.index.allocation(pod["metadata"]["uid"]) is None
     assert not cluster.bindings
     assert "annotations" not in cluster.get_pod("default", "web")["metadata"]
-    _eventually(lambda: bool(cluster.events), "the bind's Event was posted")
+    eventually(lambda: bool(cluster.events), "the bind's Event was posted")
     assert [e["reason"] for e in cluster.events] == ["BindingFailed"]
     # Nothing was lost either: the retry kube-scheduler makes goes through.
     assert running.verb("/bind", bind_args(pod, NODE)) == {"Error": ""}
@@ -160,7 +151,8 @@ def test_bound_to_the_same_node_meanwhile_keeps_the_allocation_with_our_annotati
         assert rows == [] and annotations == {}
         return
     assert answer == {"Error": ""}
-    assert [r.state for r in rows] == [store.AllocationState.BOUND]
+    uid = pod["metadata"]["uid"]
+    eventually(lambda: [r.state for r in _rows(running, uid)] == [store.AllocationState.BOUND])
     expected = f"{rows[0].device_uuid},NVIDIA,4000,0:;"
     assert annotations["hami.io/vgpu-devices-to-allocate"] == expected
     assert _pod_writes(cluster) == [
@@ -175,7 +167,9 @@ def test_a_pod_already_bound_gets_an_error_and_nothing_changes(
     pod = cluster.add_pod(pod_json("web", mem=4000))
     running = _start(extender, real_kube)
     assert running.verb("/bind", bind_args(pod, NODE)) == {"Error": ""}
-    rows = _rows(running, pod["metadata"]["uid"])
+    uid = pod["metadata"]["uid"]
+    eventually(lambda: [r.state for r in _rows(running, uid)] == [store.AllocationState.BOUND])
+    rows = _rows(running, uid)
     answer = running.verb("/bind", bind_args(pod, NODE))
     assert answer["Error"].endswith(f"pod is already bound to node {NODE}")
     assert _rows(running, pod["metadata"]["uid"]) == rows

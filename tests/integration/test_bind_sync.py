@@ -2,7 +2,6 @@
 
 from __future__ import annotations
 
-import time
 from collections.abc import Callable
 from datetime import UTC, datetime
 from pathlib import Path
@@ -20,6 +19,7 @@ from tests.support.server import (
     pod_json,
     standalone_settings,
 )
+from tests.support.waiting import eventually
 from vgpu_extender import store
 from vgpu_extender.domain import DeviceGrant, NodeInventory, PodAssignment
 from vgpu_extender.kube.real import RealKubeClient
@@ -28,15 +28,6 @@ from vgpu_extender.vendors import create_vendor
 
 NODE = "gpu-1"
 DEVICE = f"GPU-{NODE}-0"
-
-
-def _eventually(check: Callable[[], bool], what: str) -> None:
-    """Wait for background work (no duration is asserted)."""
-    deadline = time.monotonic() + 20
-    while not check():
-        if time.monotonic() > deadline:
-            pytest.fail(f"never happened: {what}")
-        time.sleep(0.02)
 
 
 def _live(running: RunningExtender, uid: str) -> list[store.Allocation]:
@@ -76,7 +67,7 @@ def test_finished_pods_give_their_devices_back(
     uid = pod["metadata"]["uid"]
     assert running.runtime.cluster.index.allocation(uid) is not None
     finish(cluster)
-    _eventually(lambda: running.runtime.cluster.index.allocation(uid) is None, "index release")
+    eventually(lambda: running.runtime.cluster.index.allocation(uid) is None, "index release")
     assert _live(running, uid) == []
 
 
@@ -108,7 +99,7 @@ def test_bound_pods_with_hami_annotations_are_imported(
     assert running.runtime.cluster.index.allocation("uid-pending") is None
     # Pods that appear later are imported by the watch.
     later = cluster.add_pod(_annotated("later", f"GPU-{NODE}-1,NVIDIA,3000,0:;"))
-    _eventually(
+    eventually(
         lambda: running.runtime.cluster.index.allocation(later["metadata"]["uid"]) is not None,
         "import by the pod watch",
     )
@@ -160,7 +151,7 @@ def test_a_node_whose_inventory_turns_bad_stops_taking_pods(
     def rejected() -> bool:
         return NODE in running.verb("/filter", probe)["FailedAndUnresolvableNodes"]
 
-    _eventually(rejected, "the node watch applied the change")
+    eventually(rejected, "the node watch applied the change")
     assert running.verb("/filter", probe)["FailedAndUnresolvableNodes"][NODE].startswith(reason)
     # Pods already there keep their devices.
     assert running.runtime.cluster.index.allocation(pod["metadata"]["uid"]) is not None
@@ -239,7 +230,7 @@ def test_a_young_reservation_is_left_to_its_bind(
     assert [r.state for r in _live(running, pod["metadata"]["uid"])] == ["reserved"]
     # The scheduler's retry of that bind drops the old reservation and binds.
     assert running.verb("/bind", bind_args(pod, NODE)) == {"Error": ""}
-    assert [r.state for r in _live(running, pod["metadata"]["uid"])] == ["bound"]
+    eventually(lambda: [r.state for r in _live(running, pod["metadata"]["uid"])] == ["bound"])
 
 
 @pytest.mark.parametrize(

@@ -2,9 +2,7 @@
 
 from __future__ import annotations
 
-import time
 from collections import Counter
-from collections.abc import Callable
 from typing import Any
 
 import pytest
@@ -17,19 +15,12 @@ from tests.support.server import (
     node_json,
     pod_json,
 )
+from tests.support.waiting import eventually
 from vgpu_extender.kube import KubeError
 from vgpu_extender.kube.fake import FakeKubeClient
 from vgpu_extender.services.events import failure_summary, reason_of
 
 NODES = ["t4-1", "t4-2", "a10-1"]
-
-
-def _eventually(check: Callable[[], bool]) -> None:
-    """Wait for the background reporter (nothing about timing is asserted)."""
-    deadline = time.monotonic() + 20
-    while not check():
-        assert time.monotonic() < deadline, "the state never settled"
-        time.sleep(0.02)
 
 
 @pytest.mark.parametrize(
@@ -92,7 +83,7 @@ def test_a_pod_that_fits_nowhere_gets_one_summary_event(
     running = extender(kube=cluster)
     pod = pod_json("big", mem=20000, annotations={"nvidia.com/use-gputype": "T4"})
     assert running.verb("/filter", args(pod, NODES))["NodeNames"] == []
-    _eventually(lambda: len(_events(cluster, "FilteringFailed")) == 1)
+    eventually(lambda: len(_events(cluster, "FilteringFailed")) == 1)
     [event] = _events(cluster, "FilteringFailed")
     assert event["message"] == "0/3 nodes: 2 insufficient gpumem, 1 gpu type mismatch"
     assert event["type"] == "Warning"
@@ -101,11 +92,11 @@ def test_a_pod_that_fits_nowhere_gets_one_summary_event(
 
     # kube-scheduler retries: the same summary is not repeated...
     running.verb("/filter", args(pod, NODES))
-    _eventually(lambda: _handled(running) == 6)
+    eventually(lambda: _handled(running) == 6)
     assert len(_events(cluster, "FilteringFailed")) == 1
     # ...but a different one is news.
     running.verb("/filter", args(pod, ["t4-1", "ghost"]))
-    _eventually(lambda: len(_events(cluster, "FilteringFailed")) == 2)
+    eventually(lambda: len(_events(cluster, "FilteringFailed")) == 2)
     assert _events(cluster, "FilteringFailed")[1]["message"] == (
         "0/2 nodes: 1 insufficient gpumem, 1 node unregistered"
     )
@@ -119,7 +110,7 @@ def test_a_pod_that_fits_gets_no_failure_event(
     assert running.verb("/filter", args(fits, NODES))["NodeNames"] == NODES
     nowhere = pod_json("nowhere", mem=99999)
     running.verb("/filter", args(nowhere, NODES))
-    _eventually(lambda: len(_events(cluster, "FilteringFailed")) == 1)
+    eventually(lambda: len(_events(cluster, "FilteringFailed")) == 1)
     assert [e["involvedObject"]["name"] for e in _events(cluster, "FilteringFailed")] == ["nowhere"]
 
 
@@ -134,7 +125,7 @@ def test_bind_records_its_outcome_on_the_pod(
     error = running.verb("/bind", bind_args(pod, "t4-1"))["Error"]
     assert bool(error) is fails
     reason = "BindingFailed" if fails else "BindingSucceed"
-    _eventually(lambda: bool(_events(cluster, reason)))
+    eventually(lambda: bool(_events(cluster, reason)))
     [event] = _events(cluster, reason)
     assert event["involvedObject"]["name"] == "web"
     assert event["type"] == ("Warning" if fails else "Normal")

@@ -6,28 +6,19 @@ checked over HTTP, with the Lease held by another replica and then let go.
 
 from __future__ import annotations
 
-import time
-from collections.abc import Callable
 from datetime import UTC, datetime
 from typing import Any
 
 import pytest
 
 from tests.support.server import StartExtender, node_json
+from tests.support.waiting import eventually
 from vgpu_extender.kube import Conflict, KubeError
 from vgpu_extender.kube.fake import FakeKubeClient
 from vgpu_extender.services.leader import LeaderElector, LeaseConfig, micro_time
 
 NAMESPACE = "vgpu-system"
 LEASE = "vgpu-extender"
-
-
-def _eventually(check: Callable[[], bool]) -> None:
-    """Wait for the background elector (nothing about timing is asserted)."""
-    deadline = time.monotonic() + 20
-    while not check():
-        assert time.monotonic() < deadline, "the state never settled"
-        time.sleep(0.02)
 
 
 class Clock:
@@ -200,7 +191,7 @@ def test_readiness_follows_the_lease(extender: StartExtender) -> None:
         leader_lease_name=LEASE,
         leader_lease_duration_s=1,
     )
-    _eventually(
+    eventually(
         lambda: (
             running.client.get("/readyz").json()["checks"]["leader"]["detail"] != "no attempt yet"
         )
@@ -217,7 +208,7 @@ def test_readiness_follows_the_lease(extender: StartExtender) -> None:
     assert lease is not None
     lease["spec"]["holderIdentity"] = ""  # the other replica lets go
     kube.replace_lease(NAMESPACE, lease)
-    _eventually(lambda: running.client.get("/readyz").status_code == 200)
+    eventually(lambda: running.client.get("/readyz").status_code == 200)
     assert _spec(kube)["holderIdentity"] == "this-replica"
     assert "vgpu_extender_leader 1.0" in running.client.get("/metrics").text
 

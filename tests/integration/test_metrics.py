@@ -2,8 +2,6 @@
 
 from __future__ import annotations
 
-import time
-from collections.abc import Callable
 from typing import Any
 
 import pytest
@@ -20,6 +18,7 @@ from tests.support.server import (
     place,
     pod_json,
 )
+from tests.support.waiting import eventually
 from vgpu_extender.kube.fake import FakeKubeClient
 
 MIB = 1024 * 1024
@@ -39,14 +38,6 @@ def _scrape(running: RunningExtender) -> Series:
 
 def _value(series: Series, name: str, **labels: str) -> float:
     return series.get((name, frozenset(labels.items())), 0.0)
-
-
-def _eventually(check: Callable[[], bool]) -> None:
-    """Wait for the background reporter (nothing about timing is asserted)."""
-    deadline = time.monotonic() + 20
-    while not check():
-        assert time.monotonic() < deadline, "the state never settled"
-        time.sleep(0.02)
 
 
 def _two_container_pod() -> dict[str, Any]:
@@ -135,7 +126,7 @@ def test_filter_results_and_rejection_reasons_are_counted(extender: StartExtende
     def rejected(reason: str) -> float:
         return _value(_scrape(running), "vgpu_extender_filter_rejected_nodes_total", reason=reason)
 
-    _eventually(lambda: rejected("gpu type mismatch") == 2)
+    eventually(lambda: rejected("gpu type mismatch") == 2)
     series = _scrape(running)
     results = {
         result: _value(series, "vgpu_extender_filter_total", result=result)

@@ -5,7 +5,7 @@ from __future__ import annotations
 import pytest
 
 from vgpu_extender.kube.fake import FakeKubeClient
-from vgpu_extender.services.background import QueueWorker
+from vgpu_extender.services.background import BatchWorker, QueueWorker
 from vgpu_extender.services.event_recorder import EventRecorder
 
 
@@ -67,3 +67,30 @@ def test_the_recorder_counts_what_a_full_queue_drops() -> None:
     recorder.start()
     recorder.stop()
     assert [e["involvedObject"]["name"] for e in kube.events] == ["a"]
+
+
+def test_a_batch_worker_hands_over_what_is_queued_at_once_up_to_its_batch() -> None:
+    batches: list[list[int]] = []
+    worker = BatchWorker(batches.append, name="t", batch=3)
+    for item in range(7):  # queued before the worker starts: all waiting together
+        worker.submit(item)
+    worker.start()
+    worker.stop()
+    assert batches == [[0, 1, 2], [3, 4, 5], [6]]
+
+
+def test_a_failing_batch_does_not_end_the_batch_worker(caplog: pytest.LogCaptureFixture) -> None:
+    batches: list[list[int]] = []
+
+    def handle(items: list[int]) -> None:
+        if 0 in items:
+            raise RuntimeError("boom")
+        batches.append(items)
+
+    worker = BatchWorker(handle, name="t", batch=2)
+    for item in range(4):
+        worker.submit(item)
+    worker.start()
+    worker.stop()
+    assert batches == [[2, 3]]
+    assert "t: handling an item failed" in caplog.text

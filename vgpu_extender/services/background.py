@@ -1,8 +1,9 @@
 """A bounded queue with one worker thread: work a request hands off and never waits for.
 
 ``submit`` never blocks the caller: when the queue is full the item is dropped and
-counted, since what goes through here (pod Events) is not worth slowing a verb for.
-Items are handled one at a time, in the order they came.
+counted, since what goes through here (pod Events, marking rows bound) is not worth
+slowing a verb for. ``QueueWorker`` handles items one at a time, in the order they
+came; ``BatchWorker`` hands over everything queued so far at once.
 """
 
 from __future__ import annotations
@@ -11,6 +12,7 @@ import contextlib
 import logging
 import queue
 import threading
+import time
 from collections.abc import Callable
 from typing import Generic, TypeVar
 
@@ -34,7 +36,9 @@ class QueueWorker(Generic[_T]):
         capacity: int = 1024,
         on_drop: Callable[[], None] = lambda: None,
     ) -> None:
-        self._handle = handle
+        self._handle_all: Callable[[list[_T]], None] = lambda items: handle(items[0])
+        self._batch = 1
+        self._linger_s = 0.0
         self._name = name
         self.on_drop = on_drop
         # None is the stop sign: it queues behind the items already submitted.
@@ -70,7 +74,43 @@ class QueueWorker(Generic[_T]):
             item = self._queue.get()
             if item is None:
                 return
+            items = [item]
+            stop = False
+            deadline = time.monotonic() + self._linger_s
+            while len(items) < self._batch:
+                try:
+                    wait = deadline - time.monotonic()
+                    more = self._queue.get(timeout=wait) if wait > 0 else self._queue.get_nowait()
+                except queue.Empty:
+                    break
+                if more is None:
+                    stop = True
+                    break
+                items.append(more)
             try:
-                self._handle(item)
+                self._handle_all(items)
             except Exception:  # one bad item must not end the worker
                 logger.exception("%s: handling an item failed", self._name)
+            if stop:
+                return
+
+
+class BatchWorker(QueueWorker[_T]):
+    """A ``QueueWorker`` whose ``handle`` gets up to ``batch`` items in one call (one
+    database transaction for many pods, say): what is queued, plus what arrives within
+    ``linger_s`` of the first item."""
+
+    def __init__(
+        self,
+        handle: Callable[[list[_T]], None],
+        *,
+        name: str,
+        batch: int,
+        linger_s: float = 0.0,
+        capacity: int = 1024,
+        on_drop: Callable[[], None] = lambda: None,
+    ) -> None:
+        super().__init__(lambda item: handle([item]), name=name, capacity=capacity, on_drop=on_drop)
+        self._handle_all = handle
+        self._batch = batch
+        self._linger_s = linger_s

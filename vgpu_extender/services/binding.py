@@ -8,8 +8,8 @@
    the node from the store and the choice is made again.
 3. Under HAMi's node lock when configured, create the Binding with the pod UID and
    HAMi's annotations (the API server sets them on the pod in the same update as its
-   node), mark the rows bound, queue an Event (posted by the recorder's worker, not
-   waited for).
+   node). Then queue the pod to have its rows marked bound and an Event posted, both
+   by workers in the background: the bind does not wait for either.
 4. Any failure after the insert deletes the rows and releases the lock.
 
 Without Kubernetes (standalone) the allocation is recorded as bound at once.
@@ -29,6 +29,7 @@ from vgpu_extender import store
 from vgpu_extender.domain import PodAssignment, PodRequest, RequestError
 from vgpu_extender.kube import AlreadyBound, EventType, KubeClient, KubeError, NodeLock
 from vgpu_extender.kube import objects as kobj
+from vgpu_extender.services.bound_marker import BoundMarker
 from vgpu_extender.services.cluster import ClusterState
 from vgpu_extender.services.event_recorder import EventRecorder
 from vgpu_extender.services.pod_cache import PodCache
@@ -76,6 +77,7 @@ class BindingService:
         pod_cache: PodCache,
         kube: KubeClient | None = None,
         events: EventRecorder | None = None,
+        marker: BoundMarker | None = None,
         node_lock: NodeLock | None = None,
         retries: int = 3,
         clock: Callable[[], datetime] = lambda: datetime.now(UTC),
@@ -88,6 +90,7 @@ class BindingService:
         self._pods = pod_cache
         self._kube = kube
         self._events = events
+        self._marker = marker
         self._node_lock = node_lock
         self._retries = retries
         self._clock = clock
@@ -254,7 +257,8 @@ class BindingService:
             message = f"bind {args.key} to {args.node}: {exc}"
             self._record(args, "BindingFailed", message, "Warning")
             return message
-        self._mark_bound(args, assignment)
+        if self._marker is not None:
+            self._marker.mark(args.uid)
         devices = ",".join(assignment.device_uuids)
         self._record(args, "BindingSucceed", f"bound to {args.node} with devices {devices}")
         return ""
@@ -280,32 +284,6 @@ class BindingService:
             self._kube.bind_pod(args.namespace, args.pod_name, args.uid, args.node)
         except KubeError as exc:
             raise BindError(f"bind {args.key} to {args.node}: {exc}") from None
-
-    def _mark_bound(self, args: BindRequest, assignment: PodAssignment) -> None:
-        """The Binding exists: from here on the pod holds the devices whatever happens,
-        so a store failure is logged (reconcile marks the rows later), not reported."""
-        try:
-            self._try_mark_bound(args, assignment)
-        except store.StoreError as exc:
-            logger.error("bind %s: bound, but the store did not record it: %s", args.key, exc)
-
-    def _try_mark_bound(self, args: BindRequest, assignment: PodAssignment) -> None:
-        try:
-            with self._engine.begin() as connection:
-                store.mark_bound(connection, pod_uid=args.uid, now=self._clock())
-        except store.StoreConflict:
-            # The reservation expired while the bind was in flight; the pod is bound
-            # now, so the allocation is a fact: record it as such.
-            with self._engine.begin() as connection:
-                store.import_assignment(
-                    connection,
-                    pod_uid=args.uid,
-                    namespace=args.namespace,
-                    name=args.pod_name,
-                    assignment=assignment,
-                    now=self._clock(),
-                )
-            self._cluster.apply(args.uid, assignment)
 
     def _undo(self, args: BindRequest, locked: bool) -> None:
         try:

@@ -1,9 +1,10 @@
 """Everything one extender process runs, built from ``Settings`` and started in order.
 
 Start: migrate the store, rebuild the index from it, register the standalone inventory
-(demo or file), start the bind Event recorder, reconcile with Kubernetes and start the
-watches. Stop: the recorder (posting what it still holds), the watches, then the
-database engine. Built by the HTTP app's lifespan, never at import.
+(demo or file), start the bind Event recorder and the bound marker, reconcile with
+Kubernetes and start the watches. Stop: the recorder and the marker (finishing what
+they hold), the watches, then the database engine. Built by the HTTP app's lifespan,
+never at import.
 """
 
 from __future__ import annotations
@@ -20,6 +21,7 @@ from vgpu_extender import store
 from vgpu_extender.kube import KubeClient, NodeLock
 from vgpu_extender.policies import PlannerConfig, PolicyOptions
 from vgpu_extender.services.binding import BindingService
+from vgpu_extender.services.bound_marker import BoundMarker
 from vgpu_extender.services.cluster import ClusterState
 from vgpu_extender.services.demo import demo_inventory
 from vgpu_extender.services.event_recorder import EventRecorder
@@ -61,6 +63,7 @@ class Runtime:
     preemption: PreemptionService
     kube: KubeClient | None
     events: EventRecorder | None
+    marker: BoundMarker | None
     sync: SyncService | None
 
     @classmethod
@@ -90,6 +93,7 @@ class Runtime:
             cluster=cluster, sessions=sessions, split_count=settings.split_count, clock=clock
         )
         events = EventRecorder(kube) if kube is not None else None
+        marker = BoundMarker(engine=engine, clock=clock) if kube is not None else None
         node_lock = (
             NodeLock(kube, timeout=timedelta(seconds=settings.node_lock_timeout_s))
             if kube is not None and settings.hami_node_lock
@@ -122,6 +126,7 @@ class Runtime:
                 pod_cache=pods,
                 kube=kube,
                 events=events,
+                marker=marker,
                 node_lock=node_lock,
                 retries=settings.bind_retries,
                 clock=clock,
@@ -129,6 +134,7 @@ class Runtime:
             preemption=PreemptionService(cluster=cluster),
             kube=kube,
             events=events,
+            marker=marker,
             sync=sync,
         )
 
@@ -151,6 +157,8 @@ class Runtime:
             logger.info("inventory file: %d nodes", len(inventories))
         if self.events is not None:
             self.events.start()
+        if self.marker is not None:
+            self.marker.start()
         if self.sync is not None:
             self.sync.start()
 
@@ -158,6 +166,8 @@ class Runtime:
         try:
             if self.events is not None:
                 self.events.stop()  # after the last bind: posts what it queued
+            if self.marker is not None:
+                self.marker.stop()  # marks what it queued, before the engine goes
             if self.sync is not None:
                 self.sync.stop()
         finally:

@@ -7,6 +7,7 @@ connection in a transaction.
 
 from __future__ import annotations
 
+from collections.abc import Sequence
 from datetime import datetime
 
 from sqlalchemy import bindparam, delete, select, update
@@ -32,6 +33,17 @@ _MARK_BOUND = (
     .values(state=_BOUND, bound_at=bindparam("stamp"), updated_at=bindparam("stamp"))
 )
 _ANY_BOUND = select(_a.c.id).where(_a.c.pod_uid == bindparam("uid"), _a.c.state == _BOUND).limit(1)
+_MARK_MANY_BOUND = (
+    update(_a)
+    .where(_a.c.pod_uid.in_(bindparam("uids", expanding=True)), _a.c.state == _RESERVED)
+    .values(state=_BOUND, bound_at=bindparam("stamp"), updated_at=bindparam("stamp"))
+    .returning(_a.c.pod_uid)
+)
+_BOUND_AMONG = (
+    select(_a.c.pod_uid)
+    .distinct()
+    .where(_a.c.pod_uid.in_(bindparam("uids", expanding=True)), _a.c.state == _BOUND)
+)
 _DELETE_RESERVED = delete(_a).where(_a.c.pod_uid == bindparam("uid"), _a.c.state == _RESERVED)
 _RELEASE = (
     update(_a)
@@ -55,6 +67,25 @@ def mark_bound(session: Unit, *, pod_uid: str, now: datetime | None = None) -> i
     if connection.execute(_ANY_BOUND, {"uid": pod_uid}).first() is None:
         raise StoreConflict(f"pod {pod_uid} has no reserved allocations (expired or released)")
     return 0
+
+
+@store_operation("mark bound")
+def mark_many_bound(
+    session: Unit, *, pod_uids: Sequence[str], now: datetime | None = None
+) -> set[str]:
+    """``mark_bound`` for many pods in one statement; returns the pods with nothing
+    live (reservation expired or released meanwhile) instead of raising for them."""
+    if not pod_uids:
+        return set()
+    stamp = aware(now, field="now")
+    connection = connection_of(session)
+    uids = list(dict.fromkeys(pod_uids))
+    marked = set(connection.execute(_MARK_MANY_BOUND, {"uids": uids, "stamp": stamp}).scalars())
+    rest = [uid for uid in uids if uid not in marked]
+    if not rest:
+        return set()
+    already = set(connection.execute(_BOUND_AMONG, {"uids": rest}).scalars())
+    return {uid for uid in rest if uid not in already}
 
 
 @store_operation("release")

@@ -11,6 +11,7 @@ from vgpu_extender.store.allocations import (
     expire_reservations,
     live_allocations,
     mark_bound,
+    mark_many_bound,
     purge_released,
     release,
 )
@@ -25,6 +26,7 @@ __all__ = [
     "live_allocations",
     "load_inventories",
     "mark_bound",
+    "mark_many_bound",
     "purge_released",
     "release",
     "remove_node",
