@@ -343,16 +343,19 @@ def encode_filter(args: ExtenderArgs | None, outcome: FilterOutcome) -> bytes:
             ],
         }
     elif not outcome.error:
-        everyone = args is not None and len(outcome.feasible) == len(args.names)
-        if everyone and args is not None and args.names_json is not None:
-            # Feasible names are in input order, so all of them is the array received.
-            result["NodeNames"] = Raw(args.names_json)
-        else:
-            result["NodeNames"] = outcome.feasible
+        result["NodeNames"] = _feasible_names(args, outcome.feasible)
     result["FailedNodes"] = outcome.failed
     result["FailedAndUnresolvableNodes"] = outcome.unresolvable
     result["Error"] = outcome.error
     return _ENCODER.encode(result)
+
+
+def _feasible_names(args: ExtenderArgs | None, feasible: list[str]) -> list[str] | Raw:
+    """Feasible names keep the input order, so when every candidate passed they are the
+    array received, echoed as is rather than encoded again."""
+    if args is None or args.names_json is None or len(feasible) != len(args.names):
+        return feasible
+    return Raw(args.names_json)
 
 
 class HostPriority(msgspec.Struct, gc=False):
