@@ -21,7 +21,7 @@ from tests.support.server import (
     spawn_extender,
     write_kubeconfig,
 )
-from tests.support.waiting import eventually
+from tests.support.waiting import until_bound
 from vgpu_extender import store
 from vgpu_extender.kube.real import RealKubeClient
 
@@ -91,9 +91,4 @@ def test_restart_after_a_kill_mid_bind_reconciles(
     assert rows == [] and held is None
     assert running.verb("/bind", bind_args(pod, NODE)) == {"Error": ""}
     assert apiserver.get_pod("default", "web")["spec"]["nodeName"] == NODE
-
-    def bound() -> bool:
-        with running.runtime.sessions() as session:
-            return [r.state for r in store.live_allocations(session, pod_uid=uid)] == ["bound"]
-
-    eventually(bound, "the retried bind's rows marked bound")
+    until_bound(running, uid)

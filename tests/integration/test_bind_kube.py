@@ -21,16 +21,10 @@ from tests.support.server import (
     node_json,
     pod_json,
 )
-from tests.support.waiting import eventually
-from vgpu_extender import store
+from tests.support.waiting import eventually, until_bound
 from vgpu_extender.kube.real import RealKubeClient
 
 NODE = "gpu-1"
-
-
-def _rows(running: RunningExtender, uid: str) -> list[store.Allocation]:
-    with running.runtime.sessions() as session:
-        return store.live_allocations(session, pod_uid=uid)
 
 
 @pytest.fixture
@@ -62,8 +56,8 @@ def test_bind_annotates_binds_with_uid_and_records_an_event(
     assert binding["target"]["name"] == NODE
     annotations = stored["metadata"]["annotations"]
     uid = pod["metadata"]["uid"]
-    eventually(lambda: [r.state for r in _rows(running, uid)] == [store.AllocationState.BOUND])
-    rows = _rows(running, uid)
+    until_bound(running, uid)
+    rows = running.live_rows(uid)
     assert annotations["hami.io/vgpu-node"] == NODE
     assert annotations["hami.io/bind-phase"] == "allocating"
     assert int(annotations["hami.io/bind-time"]) > 0
@@ -118,7 +112,7 @@ def test_a_failure_after_the_insert_removes_the_rows(
     cluster.fail_next(method, path, status, message=message)
     answer = running.verb("/bind", bind_args(pod, NODE))
     assert error in answer["Error"]
-    assert _rows(running, pod["metadata"]["uid"]) == []
+    assert running.live_rows(pod["metadata"]["uid"]) == []
     assert running.runtime.cluster.index.allocation(pod["metadata"]["uid"]) is None
     assert not cluster.bindings
     assert "annotations" not in cluster.get_pod("default", "web")["metadata"]
@@ -144,7 +138,7 @@ def test_bound_to_the_same_node_meanwhile_keeps_the_allocation_with_our_annotati
     if patch_fails:
         cluster.fail_next("PATCH", r"/pods/web$", 500, message="patch refused")
     answer = running.verb("/bind", bind_args(pod, NODE))
-    rows = _rows(running, pod["metadata"]["uid"])
+    rows = running.live_rows(pod["metadata"]["uid"])
     annotations = cluster.get_pod("default", "web")["metadata"].get("annotations") or {}
     if patch_fails:
         assert "patch refused" in answer["Error"]
@@ -152,7 +146,7 @@ def test_bound_to_the_same_node_meanwhile_keeps_the_allocation_with_our_annotati
         return
     assert answer == {"Error": ""}
     uid = pod["metadata"]["uid"]
-    eventually(lambda: [r.state for r in _rows(running, uid)] == [store.AllocationState.BOUND])
+    until_bound(running, uid)
     expected = f"{rows[0].device_uuid},NVIDIA,4000,0:;"
     assert annotations["hami.io/vgpu-devices-to-allocate"] == expected
     assert _pod_writes(cluster) == [
@@ -168,11 +162,11 @@ def test_a_pod_already_bound_gets_an_error_and_nothing_changes(
     running = _start(extender, real_kube)
     assert running.verb("/bind", bind_args(pod, NODE)) == {"Error": ""}
     uid = pod["metadata"]["uid"]
-    eventually(lambda: [r.state for r in _rows(running, uid)] == [store.AllocationState.BOUND])
-    rows = _rows(running, uid)
+    until_bound(running, uid)
+    rows = running.live_rows(uid)
     answer = running.verb("/bind", bind_args(pod, NODE))
     assert answer["Error"].endswith(f"pod is already bound to node {NODE}")
-    assert _rows(running, pod["metadata"]["uid"]) == rows
+    assert running.live_rows(pod["metadata"]["uid"]) == rows
     assert len(cluster.bindings) == 1
 
 
@@ -196,7 +190,7 @@ def test_binds_that_cannot_start_change_nothing(
     running = _start(extender, real_kube)
     answer = running.verb("/bind", {**bind_args(pod, NODE), **body_change})
     assert error in answer["Error"]
-    assert _rows(running, pod["metadata"]["uid"]) == []
+    assert running.live_rows(pod["metadata"]["uid"]) == []
     assert not cluster.bindings
     assert "annotations" not in cluster.get_pod("default", "web")["metadata"]
 
@@ -211,7 +205,7 @@ def test_a_node_that_no_longer_fits_refuses_the_bind(
     assert running.verb("/bind", bind_args(first, NODE)) == {"Error": ""}
     answer = running.verb("/bind", bind_args(late, NODE))
     assert f"node {NODE} cannot take the pod" in answer["Error"]
-    assert _rows(running, late["metadata"]["uid"]) == []
+    assert running.live_rows(late["metadata"]["uid"]) == []
     assert "nodeName" not in cluster.get_pod("default", "late")["spec"]
 
 
@@ -227,7 +221,7 @@ def test_hami_node_lock_is_taken_and_contention_refuses(
     # The device plugin has not released it yet: the next bind on the node must wait.
     answer = running.verb("/bind", bind_args(second, NODE))
     assert "node lock contention" in answer["Error"]
-    assert _rows(running, second["metadata"]["uid"]) == []
+    assert running.live_rows(second["metadata"]["uid"]) == []
     assert cluster.get_node(NODE)["metadata"]["annotations"]["hami.io/mutex.lock"] == lock
 
 

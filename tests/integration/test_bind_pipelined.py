@@ -50,7 +50,9 @@ def test_binds_to_one_node_at_once_all_succeed_while_there_is_room(
     real_kube: RealKubeClient,
     database_url: str,
 ) -> None:
-    running = _start(extender, apiserver, real_kube, database_url=database_url)
+    # One try per bind: a bind that chose a device another bind took meanwhile would
+    # fail instead of being rescued by a retry.
+    running = _start(extender, apiserver, real_kube, database_url=database_url, bind_retries=1)
     pods = [apiserver.add_pod(make_pod(f"p{i:02d}", mem=1000, cores=5)) for i in range(ROOM + 4)]
     for pod in pods:  # kube-scheduler filters every pod before binding it
         assert running.verb("/filter", args(pod, [NODE]))["NodeNames"] == [NODE]

@@ -19,7 +19,7 @@ from tests.support.server import (
     pod_json,
     standalone_settings,
 )
-from tests.support.waiting import eventually
+from tests.support.waiting import eventually, until_bound
 from vgpu_extender import store
 from vgpu_extender.domain import DeviceGrant, NodeInventory, PodAssignment
 from vgpu_extender.kube.real import RealKubeClient
@@ -28,11 +28,6 @@ from vgpu_extender.vendors import create_vendor
 
 NODE = "gpu-1"
 DEVICE = f"GPU-{NODE}-0"
-
-
-def _live(running: RunningExtender, uid: str) -> list[store.Allocation]:
-    with running.runtime.sessions() as session:
-        return store.live_allocations(session, pod_uid=uid)
 
 
 @pytest.fixture
@@ -68,7 +63,7 @@ def test_finished_pods_give_their_devices_back(
     assert running.runtime.cluster.index.allocation(uid) is not None
     finish(cluster)
     eventually(lambda: running.runtime.cluster.index.allocation(uid) is None, "index release")
-    assert _live(running, uid) == []
+    assert running.live_rows(uid) == []
 
 
 def _annotated(name: str, value: str, *, node: str | None = NODE) -> dict[str, Any]:
@@ -94,7 +89,7 @@ def test_bound_pods_with_hami_annotations_are_imported(
     held = running.runtime.cluster.index.allocation(before["metadata"]["uid"])
     assert held is not None
     assert held.assignment.containers == ((DeviceGrant(DEVICE, 3000, 0),),)
-    assert [r.state for r in _live(running, before["metadata"]["uid"])] == ["bound"]
+    assert [r.state for r in running.live_rows(before["metadata"]["uid"])] == ["bound"]
     # An annotated pod not bound yet is a bind in progress, not a fact to import.
     assert running.runtime.cluster.index.allocation("uid-pending") is None
     # Pods that appear later are imported by the watch.
@@ -212,7 +207,7 @@ def test_reconcile_on_start_settles_reservations_left_by_a_crash(
         cluster.add_pod(pod)
     _reserve(tmp_path, pod)
     running = extender(kube=real_kube, reservation_ttl_s=0)
-    rows = _live(running, pod["metadata"]["uid"])
+    rows = running.live_rows(pod["metadata"]["uid"])
     assert [r.state for r in rows] == ([expected_state] if expected_state else [])
     sync = running.runtime.sync
     assert sync is not None and getattr(sync.totals, counter) == 1
@@ -227,10 +222,10 @@ def test_a_young_reservation_is_left_to_its_bind(
     pod = cluster.add_pod(pod_json("web", mem=3000))
     _reserve(tmp_path, pod)
     running = extender(kube=real_kube, reservation_ttl_s=3600)
-    assert [r.state for r in _live(running, pod["metadata"]["uid"])] == ["reserved"]
+    assert [r.state for r in running.live_rows(pod["metadata"]["uid"])] == ["reserved"]
     # The scheduler's retry of that bind drops the old reservation and binds.
     assert running.verb("/bind", bind_args(pod, NODE)) == {"Error": ""}
-    eventually(lambda: [r.state for r in _live(running, pod["metadata"]["uid"])] == ["bound"])
+    until_bound(running, pod["metadata"]["uid"])
 
 
 @pytest.mark.parametrize(

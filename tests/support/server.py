@@ -26,6 +26,7 @@ import uvicorn
 import yaml
 from fastapi import FastAPI
 
+from vgpu_extender import store
 from vgpu_extender.api import create_app
 from vgpu_extender.kube import KubeClient
 from vgpu_extender.services.runtime import Runtime
@@ -65,6 +66,11 @@ class RunningExtender:
         response = self.post(path, body)
         assert response.status_code == 200, (response.status_code, response.text)
         return response.json()
+
+    def live_rows(self, pod_uid: str) -> list[store.Allocation]:
+        """The pod's live allocation rows in the extender's store."""
+        with self.runtime.sessions() as session:
+            return store.live_allocations(session, pod_uid=pod_uid)
 
     def stop(self) -> None:
         self.client.close()

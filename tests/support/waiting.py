@@ -10,6 +10,8 @@ from collections.abc import Callable
 
 import pytest
 
+from tests.support.server import RunningExtender
+
 DEADLINE_S = 20.0
 
 
@@ -20,3 +22,11 @@ def eventually(check: Callable[[], bool], what: str = "the state settled") -> No
         if time.monotonic() > deadline:
             pytest.fail(f"never happened: {what}")
         time.sleep(0.02)
+
+
+def until_bound(running: RunningExtender, pod_uid: str) -> None:
+    """Wait for the pod's rows to be marked bound (done in the background after a bind)."""
+    eventually(
+        lambda: [r.state for r in running.live_rows(pod_uid)] == ["bound"],
+        f"pod {pod_uid}'s rows marked bound",
+    )

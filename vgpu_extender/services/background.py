@@ -2,8 +2,8 @@
 
 ``submit`` never blocks the caller: when the queue is full the item is dropped and
 counted, since what goes through here (pod Events, marking rows bound) is not worth
-slowing a verb for. ``QueueWorker`` handles items one at a time, in the order they
-came; ``BatchWorker`` hands over everything queued so far at once.
+slowing a verb for. ``BatchWorker`` hands over what is queued in batches;
+``QueueWorker`` hands items over one at a time, in the order they came.
 """
 
 from __future__ import annotations
@@ -21,8 +21,10 @@ logger = logging.getLogger(__name__)
 _T = TypeVar("_T")
 
 
-class QueueWorker(Generic[_T]):
-    """Hands each submitted item to ``handle`` in a daemon thread named ``name``.
+class BatchWorker(Generic[_T]):
+    """Hands submitted items to ``handle`` in a daemon thread named ``name``, up to
+    ``batch`` at once: what is queued, plus what arrives within ``linger_s`` of the
+    first item (one database transaction for many pods, say).
 
     ``on_drop`` is called for each item refused by a full queue; it may be replaced
     after construction (the metrics attach once the app is up).
@@ -30,15 +32,17 @@ class QueueWorker(Generic[_T]):
 
     def __init__(
         self,
-        handle: Callable[[_T], None],
+        handle: Callable[[list[_T]], None],
         *,
         name: str,
+        batch: int = 1,
+        linger_s: float = 0.0,
         capacity: int = 1024,
         on_drop: Callable[[], None] = lambda: None,
     ) -> None:
-        self._handle_all: Callable[[list[_T]], None] = lambda items: handle(items[0])
-        self._batch = 1
-        self._linger_s = 0.0
+        self._handle = handle
+        self._batch = batch
+        self._linger_s = linger_s
         self._name = name
         self.on_drop = on_drop
         # None is the stop sign: it queues behind the items already submitted.
@@ -70,47 +74,43 @@ class QueueWorker(Generic[_T]):
         self._thread = None
 
     def _run(self) -> None:
-        while True:
-            item = self._queue.get()
-            if item is None:
-                return
-            items = [item]
-            stop = False
-            deadline = time.monotonic() + self._linger_s
-            while len(items) < self._batch:
-                try:
-                    wait = deadline - time.monotonic()
-                    more = self._queue.get(timeout=wait) if wait > 0 else self._queue.get_nowait()
-                except queue.Empty:
-                    break
-                if more is None:
-                    stop = True
-                    break
-                items.append(more)
+        while (first := self._queue.get()) is not None:
+            items, stop = self._gather(first)
             try:
-                self._handle_all(items)
+                self._handle(items)
             except Exception:  # one bad item must not end the worker
                 logger.exception("%s: handling an item failed", self._name)
             if stop:
                 return
 
+    def _gather(self, first: _T) -> tuple[list[_T], bool]:
+        """``first`` and what follows it within the batch and the linger; whether the
+        stop sign came among them."""
+        items = [first]
+        deadline = time.monotonic() + self._linger_s
+        while len(items) < self._batch:
+            wait = deadline - time.monotonic()
+            try:
+                item = self._queue.get(timeout=wait) if wait > 0 else self._queue.get_nowait()
+            except queue.Empty:
+                break
+            if item is None:
+                return items, True
+            items.append(item)
+        return items, False
 
-class BatchWorker(QueueWorker[_T]):
-    """A ``QueueWorker`` whose ``handle`` gets up to ``batch`` items in one call (one
-    database transaction for many pods, say): what is queued, plus what arrives within
-    ``linger_s`` of the first item."""
+
+class QueueWorker(BatchWorker[_T]):
+    """A ``BatchWorker`` that hands items to ``handle`` one at a time, in order."""
 
     def __init__(
         self,
-        handle: Callable[[list[_T]], None],
+        handle: Callable[[_T], None],
         *,
         name: str,
-        batch: int,
-        linger_s: float = 0.0,
         capacity: int = 1024,
         on_drop: Callable[[], None] = lambda: None,
     ) -> None:
-        super().__init__(lambda item: handle([item]), name=name, capacity=capacity, on_drop=on_drop)
-        self._handle_all = handle
-        self._batch = batch
-        self._linger_s = linger_s
+        super().__init__(
+            lambda items: handle(items[0]), name=name, capacity=capacity, on_drop=on_drop
+        )
