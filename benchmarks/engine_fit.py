@@ -7,6 +7,12 @@ other half are idle), it times one scheduling decision's engine work:
 - ``filter``: which of all nodes fit, with a reason for every other node;
 - ``score``: the node policy's scores of the feasible nodes, scaled to 0..10.
 
+The engine remembers why a node rejected a request of a given shape until that node
+changes (``engine/rejection_cache.py``): ``median_ms`` is the steady state of a busy
+cluster, where pod after pod of a shape meets mostly the same rejected nodes;
+``cold_median_ms`` forgets every verdict before each decision, so all rejected nodes
+are explained afresh (the first pod of a new shape).
+
 Each repetition gets a freshly decoded candidate list, as a JSON request body would
 give it. The reference is ``engine/reference.py``'s plain loop plus a plain scoring
 loop on the same data.
@@ -149,6 +155,10 @@ def time_case(
         scores = to_extender_scores(planner.scores(request, result.rows))
         return len(scores), len(result.rejections)
 
+    def decide_cold(i: int) -> tuple[int, int]:
+        cluster.index.rejection_cache.clear()
+        return decide(i)
+
     def reference(i: int) -> list[int]:
         return reference_decision(cluster.index, request, lists[i % len(lists)])
 
@@ -158,12 +168,15 @@ def time_case(
     ):
         raise AssertionError(f"{case}: the engine and the reference disagree on what fits")
     engine = measure(decide, repeat=50 if quick else 400)
+    cold = measure(decide_cold, repeat=50 if quick else 400)
     plain = measure(reference, repeat=3 if quick else 15, warmup=1, budget_s=10 if quick else 60)
     return {
         "case": case,
         "nodes": len(cluster.names),
         "median_ms": round(median(engine), 4),
         "p99_ms": round(percentile(engine, 99), 4),
+        "cold_median_ms": round(median(cold), 4),
+        "cold_p99_ms": round(percentile(cold, 99), 4),
         "reference_median_ms": round(median(plain), 3),
         "speedup": round(median(plain) / median(engine), 1),
         "feasible": feasible,
@@ -177,7 +190,17 @@ def main(argv: Sequence[str] | None = None) -> int:
     results = run(SIZES, quick=args.quick)
     print_table(
         f"engine fit + score, {GPUS} GPUs per node, half allocated",
-        ("case", "nodes", "feasible", "rejected", "median ms", "p99 ms", "reference ms", "speedup"),
+        (
+            "case",
+            "nodes",
+            "feasible",
+            "rejected",
+            "median ms",
+            "p99 ms",
+            "cold median ms",
+            "reference ms",
+            "speedup",
+        ),
         [
             (
                 r["case"],
@@ -186,6 +209,7 @@ def main(argv: Sequence[str] | None = None) -> int:
                 r["rejected"],
                 r["median_ms"],
                 r["p99_ms"],
+                r["cold_median_ms"],
                 r["reference_median_ms"],
                 f"{r['speedup']}x",
             )
@@ -195,9 +219,11 @@ def main(argv: Sequence[str] | None = None) -> int:
     for r in results:
         if r["nodes"] == GOAL_NODES:
             met = r["median_ms"] <= GOAL_MEDIAN_MS and r["speedup"] >= GOAL_SPEEDUP
+            cold = r["cold_median_ms"] <= GOAL_MEDIAN_MS
             print(
                 f"goal at {GOAL_NODES} nodes, {r['case']}: median <= {GOAL_MEDIAN_MS} ms and "
-                f">= {GOAL_SPEEDUP:.0f}x the reference: {'met' if met else 'NOT met'}"
+                f">= {GOAL_SPEEDUP:.0f}x the reference: {'met' if met else 'NOT met'} "
+                f"(cold: {'met' if cold else 'NOT met'})"
             )
     write_json(args.json, "engine_fit", results)
     return 0

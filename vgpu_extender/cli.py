@@ -90,6 +90,9 @@ def serve(
         port=settings.port,
         log_level=settings.log_level.lower(),
         access_log=False,
+        # kube-scheduler calls the extender directly: no proxy's headers to trust, and
+        # the loopback-only check must see the real peer.
+        proxy_headers=False,
         **ssl,
     )
 

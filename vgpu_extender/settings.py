@@ -69,6 +69,11 @@ class Settings(BaseSettings):
     hami_node_lock: bool = False
     node_lock_timeout_s: float = Field(default=300.0, gt=0)
     bind_retries: int = Field(default=3, ge=1, le=20)
+    #: Also record a ``BindingSucceed`` Event per bound pod, as HAMi does. Off by
+    #: default: kube-scheduler records its own ``Scheduled`` Event for every pod an
+    #: extender binds, so this doubles the Event writes for no new fact. Failures are
+    #: always recorded.
+    bind_success_events: bool = False
     #: Hold a coordination.k8s.io Lease; /readyz is ready only while this replica leads.
     leader_elect: bool = False
     leader_lease_name: str = Field(default="vgpu-extender", min_length=1)

@@ -44,7 +44,7 @@ def test_bind_annotates_binds_with_uid_and_records_an_event(
     extender: StartExtender, cluster: FakeApiServer, real_kube: RealKubeClient, filtered_first: bool
 ) -> None:
     pod = cluster.add_pod(pod_json("web", mem=4000, cores=30))
-    running = _start(extender, real_kube)
+    running = _start(extender, real_kube, bind_success_events=True)
     if filtered_first:
         assert running.verb("/filter", args(pod, [NODE]))["NodeNames"] == [NODE]
     assert running.verb("/bind", bind_args(pod, NODE)) == {"Error": ""}

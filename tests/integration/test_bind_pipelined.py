@@ -1,9 +1,9 @@
 """Binds in flight at once, as kube-scheduler sends them (its binding cycle is async).
 
-Several binds to one node queue for it and each chooses after the previous one has
-recorded its devices, so none fails for choosing a device another bind just took; and
-a bind's devices count as taken for the next filters from the moment it chooses them,
-not only once the store has them.
+Several binds to one node queue for it, each with its devices chosen on arrival in
+the light of the binds before it, so none fails for choosing a device another bind
+just took; and a bind's devices count as taken for the next filters from the moment
+it arrives, not only once its turn at the store comes or the store has them.
 """
 
 from __future__ import annotations
@@ -20,6 +20,7 @@ from sqlalchemy import event
 from tests.support.apiserver import FakeApiServer
 from tests.support.server import RunningExtender, StartExtender, args, bind_args, node_json
 from tests.support.server import pod_json as make_pod
+from tests.support.waiting import eventually
 from vgpu_extender.kube.real import RealKubeClient
 
 NODE = "gpu-1"
@@ -116,6 +117,67 @@ def test_a_bind_takes_its_devices_for_filters_before_the_store_has_them(
         assert NODE in verdict["FailedNodes"]
         release.set()
         assert answer.result(30) == {"Error": ""}
+
+
+def test_a_bind_waiting_for_its_turn_has_its_devices_taken_already(
+    extender: StartExtender,
+    apiserver: FakeApiServer,
+    real_kube: RealKubeClient,
+) -> None:
+    # kube-scheduler filters the next pod while the binds before it are still in
+    # flight: a bind queued behind another on the same node must not leave its devices
+    # looking free to those filters until its own turn at the store comes.
+    running = _start(extender, apiserver, real_kube)
+    first, second, third = (
+        apiserver.add_pod(make_pod(name, gpus=1, mem=10_000, cores=100))
+        for name in ("first", "second", "third")
+    )
+    for pod in (first, second, third):
+        assert running.verb("/filter", args(pod, [NODE]))["NodeNames"] == [NODE]
+    index = running.runtime.cluster.index
+
+    with _held_insert(running) as (reached, release), ThreadPoolExecutor(2) as pool:
+        answers = [pool.submit(running.verb, "/bind", bind_args(first, NODE))]
+        assert reached.wait(30)  # the first bind holds the node's turn at the store
+        answers.append(pool.submit(running.verb, "/bind", bind_args(second, NODE)))
+        eventually(
+            lambda: index.allocation(second["metadata"]["uid"]) is not None,
+            "the queued bind took its device on arrival",
+        )
+        verdict = running.verb("/filter", args(third, [NODE]))
+        assert verdict["NodeNames"] == []
+        # Each pod takes a whole GPU (100 cores): both of the node's are spoken for.
+        assert verdict["FailedNodes"][NODE] == "exclusive gpu conflict: need 1, have 0"
+        release.set()
+        assert [a.result(30) for a in answers] == [{"Error": ""}, {"Error": ""}]
+    devices = {
+        index.allocation(p["metadata"]["uid"]).assignment.device_uuids[0]  # type: ignore[union-attr]
+        for p in (first, second)
+    }
+    assert len(devices) == 2
+
+
+def test_a_refused_claim_answers_at_once_as_filter_would(
+    extender: StartExtender,
+    apiserver: FakeApiServer,
+    real_kube: RealKubeClient,
+) -> None:
+    running = _start(extender, apiserver, real_kube)
+    whole = apiserver.add_pod(make_pod("whole", gpus=2, mem=10_000, cores=100))
+    late = apiserver.add_pod(make_pod("late", gpus=1, mem=1000, cores=5))
+    for pod in (whole, late):
+        assert running.verb("/filter", args(pod, [NODE]))["NodeNames"] == [NODE]
+    assert running.verb("/bind", bind_args(whole, NODE)) == {"Error": ""}
+    writes = _writes(apiserver)
+    error = running.verb("/bind", bind_args(late, NODE))["Error"]
+    assert error.startswith(f"bind default/late: node {NODE} cannot take the pod: ")
+    # Refused in memory: nothing was written to the API server.
+    assert _writes(apiserver) == writes
+    assert running.runtime.cluster.index.allocation(late["metadata"]["uid"]) is None
+
+
+def _writes(apiserver: FakeApiServer) -> list[tuple[str, str]]:
+    return [(method, path) for method, path in apiserver.requests if method != "GET"]
 
 
 def test_a_choice_the_store_refuses_is_taken_back(

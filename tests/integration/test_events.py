@@ -119,7 +119,7 @@ def test_bind_records_its_outcome_on_the_pod(
     extender: StartExtender, cluster: FakeKubeClient, fails: bool
 ) -> None:
     pod = cluster.add_pod(pod_json("web", mem=4000))
-    running = extender(kube=cluster)
+    running = extender(kube=cluster, bind_success_events=True)
     if fails:
         cluster.fail_next("bind_pod", KubeError("API server said no", status=500))
     error = running.verb("/bind", bind_args(pod, "t4-1"))["Error"]
@@ -130,3 +130,19 @@ def test_bind_records_its_outcome_on_the_pod(
     assert event["involvedObject"]["name"] == "web"
     assert event["type"] == ("Warning" if fails else "Normal")
     assert ("API server said no" in event["message"]) is fails
+
+
+def test_a_successful_bind_records_no_event_by_default(
+    extender: StartExtender, cluster: FakeKubeClient
+) -> None:
+    # kube-scheduler records its own Scheduled Event for every pod an extender binds.
+    pod = cluster.add_pod(pod_json("web", mem=4000))
+    running = extender(kube=cluster)
+    assert running.verb("/bind", bind_args(pod, "t4-1")) == {"Error": ""}
+    failing = cluster.add_pod(pod_json("other", mem=4000))
+    cluster.fail_next("bind_pod", KubeError("API server said no", status=500))
+    assert running.verb("/bind", bind_args(failing, "t4-1"))["Error"]
+    # The failure's Event is posted after the success would have been: both are queued
+    # on the same worker in order, so once it is there nothing else is coming.
+    eventually(lambda: bool(_events(cluster, "BindingFailed")))
+    assert [e["reason"] for e in cluster.events] == ["BindingFailed"]

@@ -7,9 +7,7 @@ certificate made for the test.
 
 from __future__ import annotations
 
-import shutil
 import ssl
-import subprocess
 import time
 from collections.abc import Iterator
 from pathlib import Path
@@ -27,6 +25,7 @@ from tests.support.server import (
     standalone_settings,
     start_extender,
 )
+from tests.support.tls import self_signed
 from vgpu_extender.api.security import token_matches
 
 TOKEN = "s3cret-Token"
@@ -138,35 +137,7 @@ def test_token_comparison(given: str, expected: str, same: bool) -> None:
 @pytest.fixture(scope="module")
 def certificate(tmp_path_factory: pytest.TempPathFactory) -> tuple[Path, Path]:
     """A self-signed certificate for 127.0.0.1 (it is its own CA)."""
-    openssl = shutil.which("openssl")
-    if openssl is None:
-        pytest.skip("openssl is not installed: cannot make a test certificate")
-    directory = tmp_path_factory.mktemp("tls")
-    cert, key = directory / "tls.crt", directory / "tls.key"
-    subprocess.run(
-        [
-            openssl,
-            "req",
-            "-x509",
-            "-newkey",
-            "rsa:2048",
-            "-nodes",
-            "-days",
-            "1",
-            "-subj",
-            "/CN=127.0.0.1",
-            "-addext",
-            "subjectAltName=IP:127.0.0.1",
-            "-keyout",
-            str(key),
-            "-out",
-            str(cert),
-        ],
-        check=True,
-        capture_output=True,
-        timeout=60,
-    )
-    return cert, key
+    return self_signed(tmp_path_factory.mktemp("tls"), "tls")
 
 
 def test_every_endpoint_answers_over_tls(certificate: tuple[Path, Path], tmp_path: Path) -> None:

@@ -5,7 +5,9 @@ nodes, bindings, events and leases, lists with field and label selectors, merge
 patches with resourceVersion preconditions, and watches streamed as chunked,
 newline-delimited events (so ``kubernetes.watch.Watch().stream`` works too).
 Objects live in an :class:`InMemoryCluster`, the store the in-memory fake client
-uses, so both see the same semantics. ``fail_next`` injects HTTP failures.
+uses, so both see the same semantics. ``fail_next`` injects HTTP failures;
+``drop_next`` and ``close_after_next`` cut connections. With ``ssl_context`` it
+serves HTTPS.
 """
 
 from __future__ import annotations
@@ -13,13 +15,14 @@ from __future__ import annotations
 import contextlib
 import re
 import socket
+import ssl
 import threading
 from collections.abc import Mapping
 from dataclasses import dataclass
 from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
 from types import TracebackType
 from typing import Any
-from urllib.parse import parse_qsl, urlsplit
+from urllib.parse import SplitResult, parse_qsl, urlsplit
 
 import msgspec
 from kubernetes import client as k8s
@@ -67,6 +70,11 @@ class _HttpServer(ThreadingHTTPServer):
 
     def get_request(self) -> tuple[socket.socket, Any]:
         conn, address = super().get_request()
+        if self.api.ssl_context is not None:
+            # The handshake runs in the connection's own thread (``_Handler.handle``).
+            conn = self.api.ssl_context.wrap_socket(
+                conn, server_side=True, do_handshake_on_connect=False
+            )
         with self.connections_lock:
             self.connections.add(conn)
         return conn, address
@@ -86,6 +94,14 @@ class _Handler(BaseHTTPRequestHandler):
 
     def log_message(self, format: str, *args: Any) -> None:
         """Quiet: the request log is ``FakeApiServer.requests``."""
+
+    def handle(self) -> None:
+        if isinstance(self.connection, ssl.SSLSocket):
+            try:
+                self.connection.do_handshake()
+            except OSError:
+                return  # the client refused the certificate, or went away
+        super().handle()
 
     def do_GET(self) -> None:
         self._serve()
@@ -107,7 +123,18 @@ class _Handler(BaseHTTPRequestHandler):
         split = urlsplit(self.path)
         length = int(self.headers.get("Content-Length") or 0)
         body = self.rfile.read(length) if length else b""
+        if api.take_drop():
+            api.dropped.append((self.command, split.path))
+            self.close_connection = True  # no answer at all
+            return
         api.requests.append((self.command, split.path))
+        api.client_ports.append((self.command, split.path, self.client_address[1]))
+        self._answer(split, body)
+        if api.take_close_after():
+            self.close_connection = True  # with no ``Connection: close``, as an idle timeout
+
+    def _answer(self, split: SplitResult, body: bytes) -> None:
+        api = self.server.api
         fault = api.take_fault(self.command, split.path)
         if fault is not None:
             self._reply(Reply(fault.status, _status_for(fault.status, fault.message)))
@@ -163,11 +190,23 @@ def _status_for(status: int, message: str) -> dict[str, Any]:
 class FakeApiServer:
     """A Kubernetes API server in a thread, on 127.0.0.1 and a free port."""
 
-    def __init__(self, *, history_limit: int = 10_000, default_watch_timeout_s: int = 30) -> None:
+    def __init__(
+        self,
+        *,
+        history_limit: int = 10_000,
+        default_watch_timeout_s: int = 30,
+        ssl_context: ssl.SSLContext | None = None,
+    ) -> None:
         self.cluster = InMemoryCluster(history_limit=history_limit)
         self.default_watch_timeout_s = default_watch_timeout_s
+        self.ssl_context = ssl_context
         self.requests: list[tuple[str, str]] = []
+        # (method, path, the client's port): which connection each request came on.
+        self.client_ports: list[tuple[str, str, int]] = []
+        self.dropped: list[tuple[str, str]] = []
         self._faults: list[_Fault] = []
+        self._drops = 0
+        self._closes = 0
         self._faults_lock = threading.Lock()
         self._httpd: _HttpServer | None = None
         self._thread: threading.Thread | None = None
@@ -216,7 +255,16 @@ class FakeApiServer:
     def url(self) -> str:
         if self._httpd is None:
             raise RuntimeError("the fake API server is not started")
-        return f"http://127.0.0.1:{self._httpd.server_address[1]}"
+        scheme = "http" if self.ssl_context is None else "https"
+        return f"{scheme}://127.0.0.1:{self._httpd.server_address[1]}"
+
+    @property
+    def open_connections(self) -> int:
+        """Client connections the server holds open now."""
+        if self._httpd is None:
+            return 0
+        with self._httpd.connections_lock:
+            return len(self._httpd.connections)
 
     def configuration(self) -> k8s.Configuration:
         """A client configuration for this server (no auth, never through a proxy)."""
@@ -271,6 +319,38 @@ class FakeApiServer:
             self._faults.append(
                 _Fault(method.upper(), re.compile(path_regex), status, times, message)
             )
+
+    def drop_next(self, times: int = 1) -> None:
+        """Close the connection of the next ``times`` requests once read, with no answer.
+
+        As a server does that closes an idle keep-alive connection just as a request
+        arrives on it. Dropped requests are logged in ``dropped``, not ``requests``.
+        """
+        with self._faults_lock:
+            self._drops += times
+
+    def close_after_next(self, times: int = 1) -> None:
+        """Answer the next ``times`` requests, then close their connections."""
+        with self._faults_lock:
+            self._closes += times
+
+    def take_drop(self) -> bool:
+        if not self._drops:  # the usual case, without the lock
+            return False
+        with self._faults_lock:
+            if self._drops == 0:
+                return False
+            self._drops -= 1
+            return True
+
+    def take_close_after(self) -> bool:
+        if not self._closes:  # the usual case, without the lock
+            return False
+        with self._faults_lock:
+            if self._closes == 0:
+                return False
+            self._closes -= 1
+            return True
 
     def take_fault(self, method: str, path: str) -> _Fault | None:
         with self._faults_lock:

@@ -12,6 +12,7 @@ from datetime import datetime
 
 from fastapi import FastAPI
 from starlette.concurrency import run_in_threadpool
+from starlette.types import Receive, Scope, Send
 
 from vgpu_extender.api.operations import install as install_operations
 from vgpu_extender.api.routes import admin_v1, extender, gpushare, health, metrics, webhook
@@ -19,6 +20,20 @@ from vgpu_extender.api.verbs import exception_handler
 from vgpu_extender.kube import KubeClient
 from vgpu_extender.services.runtime import Runtime, connect_kube
 from vgpu_extender.settings import Settings
+
+
+class ExtenderApp(FastAPI):
+    """FastAPI, except that kube-scheduler's verbs are answered before any of its
+    machinery runs: they come once per pod per verb, and the middleware stack and
+    routing would cost a good share of a filter."""
+
+    async def __call__(self, scope: Scope, receive: Receive, send: Send) -> None:
+        verb = extender.verb_of(scope)
+        if verb is None:
+            await super().__call__(scope, receive, send)
+            return
+        scope["app"] = self
+        await extender.answer(verb, self, scope, receive, send)
 
 
 def create_app(
@@ -50,13 +65,12 @@ def create_app(
         finally:
             await run_in_threadpool(runtime.stop)
 
-    app = FastAPI(
+    app = ExtenderApp(
         title="vgpu-extender",
         summary="kube-scheduler extender sharing GPUs by virtual slices",
         lifespan=lifespan,
     )
     app.state.settings = resolved
-    app.add_middleware(extender.SchedulerVerbs)
     install_operations(app, resolved)
     app.include_router(health.router)
     app.include_router(metrics.router)

@@ -11,7 +11,6 @@ the Lease up) before the runtime itself stops.
 from __future__ import annotations
 
 import logging
-import time
 from collections.abc import Mapping
 from dataclasses import dataclass, field
 from typing import Annotated, Any
@@ -34,16 +33,6 @@ from vgpu_extender.services.sync import SyncService
 from vgpu_extender.settings import Settings
 
 logger = logging.getLogger(__name__)
-
-#: Paths of the verbs kube-scheduler calls, and the verb each one times as.
-VERB_PATHS = {
-    "/filter": "filter",
-    "/filter_onlyone": "filter",
-    "/prioritize": "prioritize",
-    "/priority": "prioritize",
-    "/bind": "bind",
-    "/preempt": "preempt",
-}
 
 
 @dataclass(frozen=True, slots=True)
@@ -200,24 +189,15 @@ class Operations:
 
 
 class OperationsMiddleware:
-    """Times the verbs; attaches and detaches ``Operations`` with the app's lifespan."""
+    """Attaches and detaches ``Operations`` with the app's lifespan (the verbs are
+    timed where they are answered, ahead of this middleware)."""
 
     def __init__(self, app: ASGIApp, operations: Operations) -> None:
         self.app = app
         self.operations = operations
 
     async def __call__(self, scope: Scope, receive: Receive, send: Send) -> None:
-        if scope["type"] == "http":
-            verb = VERB_PATHS.get(scope["path"])
-            if verb is None:
-                await self.app(scope, receive, send)
-                return
-            start = time.perf_counter()
-            try:
-                await self.app(scope, receive, send)
-            finally:
-                self.operations.metrics.verb_seconds[verb].observe(time.perf_counter() - start)
-        elif scope["type"] == "lifespan":
+        if scope["type"] == "lifespan":
             await self.app(scope, self._lifespan_receive(receive), self._lifespan_send(scope, send))
         else:
             await self.app(scope, receive, send)

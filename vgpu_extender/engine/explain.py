@@ -10,11 +10,15 @@ every stage from the NUMA one on counts the devices of the best single NUMA node
 Registration-time stages (type, UUID, health, cordon, NUMA) are unresolvable; a usage
 stage is *unresolvable* when the pod would not fit even if every allocation on the node
 were released, so preemption cannot help. Identical verdicts share one ``Rejection``.
+
+A node's verdict depends only on the request's shape and on the node's own row (and,
+with NUMA binding, on the index's NUMA ids), so ``explain_rows_cached`` reuses the
+verdicts of rows unchanged since the same shape last had them explained.
 """
 
 from __future__ import annotations
 
-from collections.abc import Sequence
+from collections.abc import Hashable, Sequence
 from dataclasses import dataclass
 
 import numpy as np
@@ -37,6 +41,8 @@ _HIGHEST = np.iinfo(np.int64).max
 #: Most devices gathered at once: 8192 int64 cells are 64 KiB, a size the allocator
 #: reuses (larger copies are mapped and faulted in afresh on every call).
 _CHUNK_CELLS = 8192
+#: A container's shape: count, MiB, memory percent, cores (what explaining reads of it).
+_Shape = tuple[int, int, int, int]
 
 
 def explain_rows(
@@ -64,12 +70,52 @@ def explain_rows(
     return verdicts.rejections()
 
 
+def explain_rows_cached(
+    index: ClusterIndex, request: PodRequest, rows: IntVec, static: BoolGrid
+) -> list[Rejection]:
+    """``explain_rows``, explaining only the rows that changed since a request of the
+    same shape last had them explained. ``static`` must be ``static_mask`` of the request
+    (as fit's is): the cache knows it only through the selector and the row stamps."""
+    shapes = _distinct(request.device_containers)
+    # Node changes move only their own row's stamp. The NUMA ids are the one index-wide
+    # thing explaining reads: a row's counts only ever see its own ids, but making them
+    # the epoch keeps the cache right without leaning on that.
+    epoch = None
+    if request.numa_bind and any(count > 1 for count, *_ in shapes):
+        epoch = index.numa_values
+
+    def explain(missed: IntVec) -> list[Rejection]:
+        return explain_rows(index, request, missed, static)
+
+    return index.rejection_cache.rejections(
+        _request_key(request, tuple(shapes)), epoch, rows, index.row_stamps, explain
+    )
+
+
+def _request_key(request: PodRequest, shapes: tuple[_Shape, ...]) -> Hashable:
+    """Everything of ``request`` that explaining reads: the distinct container shapes
+    in order (exclusivity follows from the cores), the selector, NUMA binding and the
+    host requests. Not the pod's identity, priority or policies."""
+    return (
+        shapes,
+        request.selector,
+        request.numa_bind,
+        request.cpu_milli,
+        request.host_memory_mib,
+    )
+
+
 def distinct_shapes(containers: Sequence[ContainerRequest]) -> list[ContainerRequest]:
     """Containers with distinct shapes, in order: identical ones give identical verdicts."""
-    seen: dict[tuple[int, int, int, int], ContainerRequest] = {}
+    return list(_distinct(containers).values())
+
+
+def _distinct(containers: Sequence[ContainerRequest]) -> dict[_Shape, ContainerRequest]:
+    """The first container of each shape, by shape, in order."""
+    seen: dict[_Shape, ContainerRequest] = {}
     for c in containers:
         seen.setdefault((c.count, c.memory_mib, c.memory_percent, c.cores), c)
-    return list(seen.values())
+    return seen
 
 
 def _explain_host(

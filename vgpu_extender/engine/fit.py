@@ -17,7 +17,7 @@ import numpy as np
 
 from vgpu_extender.domain import ContainerRequest, PodAssignment, PodRequest, Reason, Rejection
 from vgpu_extender.engine.columns import BoolGrid, DeviceColumns, IntGrid, IntVec, per_node_count
-from vgpu_extender.engine.explain import distinct_shapes, explain_rows
+from vgpu_extender.engine.explain import distinct_shapes, explain_rows_cached
 from vgpu_extender.engine.index import ClusterIndex
 from vgpu_extender.engine.selection import selector_mask
 
@@ -183,6 +183,6 @@ def _result(
     if extra:
         rest[list(extra)] = False
     if explain and static is not None and rest.any():
-        explained = explain_rows(index, request, rows[rest], static)
+        explained = explain_rows_cached(index, request, rows[rest], static)
         result.rejections.update(zip(compress(candidates, rest.tolist()), explained, strict=True))
     return result

@@ -15,6 +15,7 @@ import numpy as np
 
 from vgpu_extender.domain import Device, DeviceUsage, NodeInventory, PodAssignment
 from vgpu_extender.engine.columns import UNLIMITED, DeviceColumns, IntVec
+from vgpu_extender.engine.rejection_cache import RejectionCache
 
 #: Candidate lists at least this long are remembered by ``rows_of``; shorter ones cost
 #: less to look up than a comparison with a remembered list.
@@ -59,12 +60,24 @@ class ClusterIndex:
         self._recent_rows: list[tuple[Sequence[str], int, IntVec]] = []
         self._row_span = 0
         self._numa_cache: tuple[int, tuple[int, ...]] = (-1, ())
+        # Per row, the version of its last change; rows never changed hold 0.
+        self._stamps: IntVec = np.zeros(initial_nodes, dtype=np.int64)
+        #: Rejections of recent request shapes, valid while their rows' stamps hold.
+        self.rejection_cache = RejectionCache()
 
     # ----------------------------------------------------------------- reading
     @property
     def version(self) -> int:
         """Bumped on every change; lets callers cache derived data safely."""
         return self._version
+
+    @property
+    def row_stamps(self) -> IntVec:
+        """Per row, the ``version`` of the last change to anything of that row (its
+        columns, inventory, cordons or allocations). Versions only grow, so an unchanged
+        stamp means an unchanged row, even across a row's reuse by another node. Read
+        only: the index owns it."""
+        return self._stamps
 
     @property
     def topology_version(self) -> int:
@@ -187,6 +200,7 @@ class ClusterIndex:
             row = self._take_row()
             self._row_of[inventory.name] = row
             self._names[row] = inventory.name
+        self._stamps[row] = self._version
         for old in self._devices[row]:
             self._slot_of_uuid.pop(old.uuid, None)
         if len(inventory.devices) > self.cols.slots:
@@ -239,6 +253,7 @@ class ClusterIndex:
             return []
         self._version += 1
         self._topology_version += 1
+        self._stamps[row] = self._version
         for dev in self._devices[row]:
             self._slot_of_uuid.pop(dev.uuid, None)
         gone = sorted(self._pods_on_row.pop(row, set()))
@@ -260,6 +275,7 @@ class ClusterIndex:
             raise AllocationError(f"node {name} has no device {sorted(unknown)[0]}")
         self._version += 1
         row = self._row_of[name]
+        self._stamps[row] = self._version
         for slot, dev in enumerate(self._devices[row]):
             self.cols.cordoned[row, slot] = dev.uuid in wanted
         self.cols.refresh_usable(row)
@@ -285,6 +301,7 @@ class ClusterIndex:
         if check:
             self._check_fits(alloc)
         self._version += 1
+        self._stamps[row] = self._version
         self._allocations[pod_uid] = alloc
         self._pods_on_row.setdefault(row, set()).add(pod_uid)
         self._add_usage(alloc, sign=-1)
@@ -295,6 +312,7 @@ class ClusterIndex:
         if alloc is None:
             return None
         self._version += 1
+        self._stamps[alloc.row] = self._version
         self._pods_on_row.get(alloc.row, set()).discard(pod_uid)
         self._add_usage(alloc, sign=+1)
         return alloc.assignment
@@ -358,6 +376,7 @@ class ClusterIndex:
             self.cols = self.cols.resized(old * 2, self.cols.slots)
             self._names.extend([None] * old)
             self._devices.extend([()] * old)
+            self._stamps = np.concatenate([self._stamps, np.zeros(old, dtype=np.int64)])
             self._free_rows.extend(range(old * 2 - 1, old - 1, -1))
         row = self._free_rows.pop()
         self._row_span = max(self._row_span, row + 1)

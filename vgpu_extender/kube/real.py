@@ -8,13 +8,18 @@ successful call when it tries to read the server's ``Status`` answer as a
 parsed and success is the 2xx status.
 
 Writes (the pod patch, the Binding, Events, node patches, Leases) skip the typed
-methods: the body is a plain dict, encoded once with msgspec and sent as bytes on the
-client's connection pool, with the client's own URL and authentication. That leaves
-out per call the typed methods' argument validation, the model round trip and the
-re-serialisation, which cost as much as the request on the bind path. For Leases it
-is also a fix: the typed ``V1Lease`` writes ``acquireTime``/``renewTime`` with
-``isoformat()``, which leaves out zero fractional seconds that the API server's
-MicroTime parser requires.
+methods: the body is a plain dict, encoded once with msgspec and sent as bytes with
+the client's own URL and authentication. That leaves out per call the typed methods'
+argument validation, the model round trip and the re-serialisation, which cost as
+much as the request on the bind path. For Leases it is also a fix: the typed
+``V1Lease`` writes ``acquireTime``/``renewTime`` with ``isoformat()``, which leaves
+out zero fractional seconds that the API server's MicroTime parser requires.
+
+POSTs and PATCHes go out on :class:`~vgpu_extender.kube.connections.ApiConnections`,
+one keep-alive connection per thread at about half the CPU of the client's urllib3
+pool manager. Other requests, and all of them where the configuration asks for what
+those connections do not do as the pool manager would (a proxy, ``tls_server_name``,
+...), stay on the pool manager.
 
 No client-side rate limiting: the official client has none, and the extender's
 call rate is bounded by kube-scheduler's own.
@@ -22,6 +27,7 @@ call rate is bounded by kube-scheduler's own.
 
 from __future__ import annotations
 
+import http.client
 import logging
 from collections.abc import Callable, Iterator, Mapping
 from datetime import UTC, datetime
@@ -42,6 +48,7 @@ from vgpu_extender.kube.client import (
     is_unversioned,
 )
 from vgpu_extender.kube.config import Timeouts
+from vgpu_extender.kube.connections import ApiConnections
 from vgpu_extender.kube.errors import (
     KubeError,
     NotFound,
@@ -55,7 +62,7 @@ logger = logging.getLogger(__name__)
 JSON = "application/json"
 MERGE_PATCH = "application/merge-patch+json"
 _WATCH_TYPES = frozenset({"ADDED", "MODIFIED", "DELETED"})
-_TRANSPORT_ERRORS = (urllib3.exceptions.HTTPError, OSError)
+_TRANSPORT_ERRORS = (urllib3.exceptions.HTTPError, http.client.HTTPException, OSError)
 
 
 def _decode(data: bytes, context: str) -> KubeObject:
@@ -115,6 +122,7 @@ class RealKubeClient:
         self._timeout = urllib3.Timeout(
             connect=self._timeouts.connect_s, read=self._timeouts.read_s
         )
+        self._connections = ApiConnections.for_client(api_client, self._timeouts)
         self._component = component
         self._clock = clock
 
@@ -123,7 +131,9 @@ class RealKubeClient:
         return cls(k8s.ApiClient(configuration), **kwargs)
 
     def close(self) -> None:
-        """Close the connection pool."""
+        """Close the connection pool and the keep-alive connections."""
+        if self._connections is not None:
+            self._connections.close()
         self._api.close()  # type: ignore[no-untyped-call]
 
     # ----- pods ----------------------------------------------------------------------
@@ -340,16 +350,20 @@ class RealKubeClient:
             method=method, resource_path=path, header_params=headers, auth_settings=["BearerToken"]
         )
         data = None if body is None else msgspec.json.encode(body)
+        connections = self._connections
+        target = None if connections is None else connections.target(method, url)
         try:
-            response = self._api.rest_client.pool_manager.request(
-                method, url, body=data, headers=headers, timeout=self._timeout
-            )
-            answer: bytes = response.data
+            if connections is not None and target is not None:
+                code, answer = connections.request(method, target, data, headers)
+            else:
+                response = self._api.rest_client.pool_manager.request(
+                    method, url, body=data, headers=headers, timeout=self._timeout
+                )
+                code, answer = response.status, response.data
         except _TRANSPORT_ERRORS as exc:
             raise KubeError(f"{context}: {exc}") from exc
-        if not 200 <= response.status <= 299:
-            status = _status_of(answer)
-            raise error_from_status(status, http_status=response.status, context=context)
+        if not 200 <= code <= 299:
+            raise error_from_status(_status_of(answer), http_status=code, context=context)
         return answer
 
     def _watch(

@@ -1,11 +1,13 @@
 """bind: the only write. Choose devices, reserve them in the store, tell Kubernetes.
 
 1. Find the pod's request (the pod seen at filter, or the pod read from the API).
-2. Choose devices on the node kube-scheduler picked (binds to one node take turns)
-   and mark them taken in the index at once, so the next pods' filters see them; in
-   one store transaction, lock the node's row, re-check the fit against what is
-   committed, insert the rows. When another replica got there first the index learns
-   the node from the store and the choice is made again.
+2. Choose devices on the node kube-scheduler picked and mark them taken in the index
+   at once, so the next pods' filters see them. For a pod filter has seen this is the
+   ``claim``, made the moment the bind arrives and before any I/O (kube-scheduler
+   sends the next pod's filter without waiting for this bind). Then, binds to one
+   node taking turns, in one store transaction: lock the node's row, re-check the fit
+   against what is committed, insert the rows. When another replica got there first
+   the index learns the node from the store and the choice is made again.
 3. Under HAMi's node lock when configured, create the Binding with the pod UID and
    HAMi's annotations (the API server sets them on the pod in the same update as its
    node). Then queue the pod to have its rows marked bound and an Event posted, both
@@ -67,6 +69,25 @@ class BindError(Exception):
     """A bind that cannot go ahead; the message is what kube-scheduler sees."""
 
 
+@dataclass(frozen=True, slots=True)
+class Claim:
+    """What a bind settled in memory on arrival: a refusal, or devices chosen (and
+    marked taken in the index when ``assumed``) for ``request``."""
+
+    refusal: str = ""
+    request: PodRequest | None = None
+    assignment: PodAssignment | None = None
+    assumed: bool = False
+
+    @property
+    def final(self) -> bool:
+        """Nothing is left to do but answer (no I/O)."""
+        return bool(self.refusal)
+
+
+NO_CLAIM = Claim()
+
+
 class BindingService:
     def __init__(
         self,
@@ -77,6 +98,7 @@ class BindingService:
         pod_cache: PodCache,
         kube: KubeClient | None = None,
         events: EventRecorder | None = None,
+        success_events: bool = False,
         marker: BoundMarker | None = None,
         node_lock: NodeLock | None = None,
         retries: int = 3,
@@ -90,22 +112,46 @@ class BindingService:
         self._pods = pod_cache
         self._kube = kube
         self._events = events
+        self._success_events = success_events
         self._marker = marker
         self._node_lock = node_lock
         self._retries = retries
         self._clock = clock
 
-    def bind(self, args: BindRequest) -> str:
-        """Bind the pod; returns the error text, empty on success."""
+    def claim(self, args: BindRequest) -> Claim:
+        """Choose the devices now, in memory only, for a pod filter has seen; anything
+        that needs I/O first (reading the pod, standalone checks) is left to ``bind``.
+
+        Cheap enough for the event loop: once this returns, the next filters see the
+        devices taken, even while the bind waits for its turn at the store.
+        """
+        if self._kube is None or args.problem():
+            return NO_CLAIM
+        request = self._pods.get(args.uid)
+        if request is None or not request.managed:
+            return NO_CLAIM
+        try:
+            with self._cluster.lock:
+                chosen = self._choose(args, request)
+                assumed = self._cluster.assume(args.uid, chosen)
+        except BindError as exc:
+            return Claim(refusal=str(exc))
+        return Claim(request=request, assignment=chosen, assumed=assumed)
+
+    def bind(self, args: BindRequest, claim: Claim = NO_CLAIM) -> str:
+        """Bind the pod (continuing from ``claim``); returns the error text, empty on
+        success."""
+        if claim.refusal:
+            return claim.refusal
         problem = args.problem()
         if problem:
             return problem
         try:
-            request = self._request(args)
+            request = claim.request or self._request(args)
             if not request.managed:
                 self._bind_in_kube(args)
                 return ""
-            assignment = self._reserve(args, request)
+            assignment = self._reserve(args, request, claim)
         except BindError as exc:
             return str(exc)
         if self._kube is None:
@@ -158,24 +204,35 @@ class BindingService:
             raise BindError(f"bind {args.key}: {exc}") from None
 
     # ----------------------------------------------------------------- step 2
-    def _reserve(self, args: BindRequest, request: PodRequest) -> PodAssignment:
-        with self._cluster.binding_to(args.node):
-            return self._reserve_on_node(args, request)
+    def _choose(self, args: BindRequest, request: PodRequest) -> PodAssignment:
+        """The devices on the bind's node (under the cluster lock)."""
+        # Filter's verdict first, so a refusal reads exactly as filter's would.
+        verdict = self._cluster.planner.filter(request, [args.node])
+        rejection = verdict.rejections.get(args.node)
+        chosen = rejection or self._cluster.planner.choose(request, args.node)
+        if not isinstance(chosen, PodAssignment):
+            raise BindError(
+                f"bind {args.key}: node {args.node} cannot take the pod: {chosen.message()}"
+            )
+        return chosen
 
-    def _reserve_on_node(self, args: BindRequest, request: PodRequest) -> PodAssignment:
+    def _reserve(self, args: BindRequest, request: PodRequest, claim: Claim) -> PodAssignment:
+        with self._cluster.binding_to(args.node):
+            return self._reserve_on_node(args, request, claim)
+
+    def _reserve_on_node(
+        self, args: BindRequest, request: PodRequest, claim: Claim
+    ) -> PodAssignment:
         last = ""
         for _attempt in range(self._retries):
-            with self._cluster.lock:
-                # Filter's verdict first, so a refusal reads exactly as filter's would.
-                verdict = self._cluster.planner.filter(request, [args.node])
-                rejection = verdict.rejections.get(args.node)
-                chosen = rejection or self._cluster.planner.choose(request, args.node)
-                if not isinstance(chosen, PodAssignment):
-                    raise BindError(
-                        f"bind {args.key}: node {args.node} cannot take the pod: {chosen.message()}"
-                    )
-                # Filters of the next pods see these devices taken from now on.
-                assumed = self._cluster.assume(args.uid, chosen)
+            if claim.assignment is not None:
+                chosen, assumed = claim.assignment, claim.assumed
+                claim = NO_CLAIM  # a retry chooses afresh
+            else:
+                with self._cluster.lock:
+                    chosen = self._choose(args, request)
+                    # Filters of the next pods see these devices taken from now on.
+                    assumed = self._cluster.assume(args.uid, chosen)
             try:
                 with self._engine.begin() as connection:
                     store.reserve(
@@ -259,8 +316,9 @@ class BindingService:
             return message
         if self._marker is not None:
             self._marker.mark(args.uid)
-        devices = ",".join(assignment.device_uuids)
-        self._record(args, "BindingSucceed", f"bound to {args.node} with devices {devices}")
+        if self._success_events:
+            devices = ",".join(assignment.device_uuids)
+            self._record(args, "BindingSucceed", f"bound to {args.node} with devices {devices}")
         return ""
 
     def _record(

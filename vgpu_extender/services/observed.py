@@ -12,7 +12,7 @@ from collections.abc import Mapping, Sequence
 from typing import Any, Protocol
 
 from vgpu_extender.domain import PodAssignment, PodRequest, Rejection
-from vgpu_extender.services.binding import BindingService, BindRequest
+from vgpu_extender.services.binding import NO_CLAIM, BindingService, BindRequest, Claim
 from vgpu_extender.services.inventory import NodeRef, NodeView
 from vgpu_extender.services.scheduling import FilterOutcome, Priorities, SchedulingService
 
@@ -99,7 +99,7 @@ class ObservedBinding(BindingService):
     def __getattr__(self, name: str) -> Any:
         return getattr(self._inner, name)
 
-    def bind(self, args: BindRequest) -> str:
-        error = self._inner.bind(args)
+    def bind(self, args: BindRequest, claim: Claim = NO_CLAIM) -> str:
+        error = self._inner.bind(args, claim)
         self._observer.bound(args, error)
         return error

@@ -126,6 +126,7 @@ class Runtime:
                 pod_cache=pods,
                 kube=kube,
                 events=events,
+                success_events=settings.bind_success_events,
                 marker=marker,
                 node_lock=node_lock,
                 retries=settings.bind_retries,

@@ -15,7 +15,19 @@ from collections.abc import Sequence
 from dataclasses import dataclass
 from datetime import UTC, datetime
 
-from sqlalchemy import Connection, and_, bindparam, delete, insert, or_, select
+from sqlalchemy import (
+    Boolean,
+    Connection,
+    Integer,
+    and_,
+    bindparam,
+    cast,
+    delete,
+    insert,
+    null,
+    select,
+    union_all,
+)
 
 from vgpu_extender.domain import Device, DeviceGrant, PodAssignment, Reason
 from vgpu_extender.store.capacity import HeldGrant, committed_by_grants, find_misfit
@@ -35,24 +47,35 @@ _nodes = Base.metadata.tables["nodes"]
 _devices = Base.metadata.tables["devices"]
 _allocations = Base.metadata.tables["allocations"]
 _RELEASED = AllocationState.RELEASED.value
+_NO_INT = cast(null(), Integer)
+_NO_BOOL = cast(null(), Boolean)
 
 _LOCK_NODE = (
     select(_nodes.c.id, _nodes.c.cordoned, _nodes.c.problem)
     .where(_nodes.c.name == bindparam("name"))
     .with_for_update()
 )
-_NODE_DEVICES = select(
-    _devices.c.uuid, _devices.c.count, _devices.c.memory_mib, _devices.c.cores, _devices.c.healthy
-).where(_devices.c.node_id == bindparam("node_id"), _devices.c.uuid.in_(bindparam("uuids")))
 _a = _allocations.c
-_HELD = select(
-    _a.pod_uid, _a.node, _a.device_uuid, _a.init, _a.memory_mib, _a.cores, _a.state
-).where(
-    or_(
-        and_(_a.device_uuid.in_(bindparam("uuids")), _a.state.in_(LIVE_STATES)),
-        _a.pod_uid == bindparam("pod_uid"),
+_d = _devices.c
+# After the node's lock, one read: the devices asked for, each with the live grants on
+# it (a device without any comes once, with NULL grant columns), and then the pod's
+# own rows wherever they are (released ones, or live ones that make the bind a repeat).
+_DEVICES_AND_HELD = union_all(
+    select(
+        _d.uuid, _d.count, _d.memory_mib, _d.cores, _d.healthy,
+        _a.pod_uid, _a.node, _a.init, _a.memory_mib, _a.cores, _a.state,
     )
-)
+    .select_from(
+        _devices.outerjoin(
+            _allocations, and_(_a.device_uuid == _d.uuid, _a.state.in_(LIVE_STATES))
+        )
+    )
+    .where(_d.node_id == bindparam("node_id"), _d.uuid.in_(bindparam("uuids"))),
+    select(
+        _a.device_uuid, _NO_INT, _NO_INT, _NO_INT, _NO_BOOL,
+        _a.pod_uid, _a.node, _a.init, _a.memory_mib, _a.cores, _a.state,
+    ).where(_a.pod_uid == bindparam("pod_uid")),
+)  # fmt: skip
 _DROP_RELEASED = delete(_allocations).where(
     _a.pod_uid == bindparam("pod_uid"), _a.state == _RELEASED
 )
@@ -137,43 +160,44 @@ def _lock_node(connection: Connection, name: str) -> _LockedNode:
     return _LockedNode(name, node_id, frozenset(cordoned), problem or "")
 
 
-def _devices_of(
-    connection: Connection, node: _LockedNode, uuids: Sequence[str]
-) -> dict[str, Device]:
-    """The node's devices among ``uuids``, read after the lock so they are current."""
-    return {
-        uuid: Device(uuid=uuid, count=count, memory_mib=memory, cores=cores, healthy=healthy)
-        for uuid, count, memory, cores, healthy in connection.execute(
-            _NODE_DEVICES, {"node_id": node.id, "uuids": list(uuids)}
-        )
-    }
+@dataclass(frozen=True, slots=True)
+class _NodeState:
+    """What a write on a locked node reads: its devices among those asked for, the
+    live grants of other pods on them, and whether the pod has released rows."""
+
+    devices: dict[str, Device]
+    held: list[HeldGrant]
+    released: bool
 
 
-def _held_on_devices(
-    connection: Connection, *, pod_uid: str, uuids: Sequence[str]
-) -> tuple[list[HeldGrant], bool]:
-    """Live grants of other pods on ``uuids``, and whether the pod has released rows.
-
-    Raises ``AlreadyAllocated`` when the pod itself holds live rows. One query reads
-    both the devices' grants and the pod's own rows.
-    """
-    others: list[HeldGrant] = []
+def _read_node_state(
+    connection: Connection, node: _LockedNode, *, pod_uid: str, uuids: Sequence[str]
+) -> _NodeState:
+    """Read after the lock, so it is current. Raises ``AlreadyAllocated`` when the pod
+    itself holds live rows."""
+    devices: dict[str, Device] = {}
+    held: list[HeldGrant] = []
     released = False
-    for uid, node, uuid, init, memory, cores, state in connection.execute(
-        _HELD, {"pod_uid": pod_uid, "uuids": list(uuids)}
-    ):
+    rows = connection.execute(
+        _DEVICES_AND_HELD, {"node_id": node.id, "uuids": list(uuids), "pod_uid": pod_uid}
+    )
+    for uuid, count, memory, cores, healthy, uid, on_node, init, used, busy, state in rows:
+        if count is not None and uuid not in devices:
+            devices[uuid] = Device(
+                uuid=uuid, count=count, memory_mib=memory, cores=cores, healthy=healthy
+            )
+        if uid is None:
+            continue  # a device nothing is granted on
         if uid != pod_uid:
-            others.append(HeldGrant(uid, uuid, init, memory, cores))
+            held.append(HeldGrant(uid, uuid, init, used, busy))
         elif state == _RELEASED:
             released = True
         else:
-            raise AlreadyAllocated(pod_uid, node=node, state=state)
-    return others, released
+            raise AlreadyAllocated(pod_uid, node=on_node, state=state)
+    return _NodeState(devices, held, released)
 
 
-def _check_fit(
-    connection: Connection, node: _LockedNode, assignment: PodAssignment, held: list[HeldGrant]
-) -> None:
+def _check_fit(node: _LockedNode, assignment: PodAssignment, state: _NodeState) -> None:
     if node.problem:
         raise StoreConflict(
             f"node {node.name} has no usable inventory: {node.problem}",
@@ -182,9 +206,9 @@ def _check_fit(
         )
     misfit = find_misfit(
         node=node.name,
-        devices=_devices_of(connection, node, assignment.device_uuids),
+        devices=state.devices,
         cordoned=node.cordoned,
-        committed=committed_by_grants(held),
+        committed=committed_by_grants(state.held),
         assignment=assignment,
     )
     if misfit is not None:
@@ -193,12 +217,9 @@ def _check_fit(
         )
 
 
-def _check_devices_known(
-    connection: Connection, node: _LockedNode, assignment: PodAssignment, grants: list[_Grant]
-) -> None:
-    known = _devices_of(connection, node, assignment.device_uuids)
+def _check_devices_known(node: _LockedNode, grants: list[_Grant], state: _NodeState) -> None:
     for item in grants:
-        if item.grant.uuid not in known:
+        if item.grant.uuid not in state.devices:
             raise StoreConflict(
                 f"device {item.grant.uuid} is not on node {node.name}",
                 reason=Reason.UUID_MISMATCH,
@@ -271,8 +292,8 @@ def reserve(
     stamp = aware(now, field="now")
     connection = begin_immediate(session)
     node = _lock_node(connection, assignment.node)
-    held, released = _held_on_devices(connection, pod_uid=pod_uid, uuids=assignment.device_uuids)
-    _check_fit(connection, node, assignment, held)
+    state = _read_node_state(connection, node, pod_uid=pod_uid, uuids=assignment.device_uuids)
+    _check_fit(node, assignment, state)
     _write(
         connection,
         pod_uid=pod_uid,
@@ -282,7 +303,7 @@ def reserve(
         grants=grants,
         state=AllocationState.RESERVED,
         now=stamp,
-        released=released,
+        released=state.released,
     )
 
 
@@ -307,8 +328,8 @@ def import_assignment(
     stamp = aware(now, field="now")
     connection = begin_immediate(session)
     node = _lock_node(connection, assignment.node)
-    _held, released = _held_on_devices(connection, pod_uid=pod_uid, uuids=())
-    _check_devices_known(connection, node, assignment, grants)
+    state = _read_node_state(connection, node, pod_uid=pod_uid, uuids=assignment.device_uuids)
+    _check_devices_known(node, grants, state)
     _write(
         connection,
         pod_uid=pod_uid,
@@ -318,5 +339,5 @@ def import_assignment(
         grants=grants,
         state=AllocationState.BOUND,
         now=stamp,
-        released=released,
+        released=state.released,
     )

@@ -1,9 +1,10 @@
 """kube-scheduler's extender verbs: decode, call the service, encode. Nothing else.
 
 kube-scheduler calls filter and prioritize once per pod with every candidate node,
-so per-request overhead counts: the verbs are served by a plain ASGI layer ahead of
-FastAPI's routing, where a request is one table lookup, a body read and one call.
-FastAPI serves everything else and documents the verbs (``document``).
+so per-request overhead counts: the app answers the verbs before any of FastAPI's and
+Starlette's machinery (middleware, routing, dependencies) runs; a request is one table
+lookup, a body read and one call. FastAPI serves everything else and documents the
+verbs (``document``).
 
 filter and prioritize with names (``nodeCacheCapable: true``) are pure in-memory work
 of well under a millisecond and run on the event loop; with Node objects they may
@@ -14,12 +15,15 @@ node, so those run in the thread pool.
 from __future__ import annotations
 
 import logging
+import time
 from collections.abc import Awaitable, Callable
 from dataclasses import dataclass
 from typing import Any
 
+from starlette.applications import Starlette
 from starlette.concurrency import run_in_threadpool
-from starlette.types import ASGIApp, Receive, Scope, Send
+from starlette.datastructures import State
+from starlette.types import Receive, Scope, Send
 
 from vgpu_extender.api import wire
 from vgpu_extender.api.verbs import JSON, error_body, read_body
@@ -27,6 +31,7 @@ from vgpu_extender.services.runtime import Runtime
 from vgpu_extender.services.scheduling import FilterOutcome
 
 logger = logging.getLogger(__name__)
+_JSON_BYTES = JSON.encode()
 
 Handler = Callable[[Runtime, bytes], Awaitable[bytes]]
 
@@ -62,7 +67,11 @@ async def prioritize(runtime: Runtime, body: bytes) -> bytes:
 
 async def bind(runtime: Runtime, body: bytes) -> bytes:
     args = wire.decode_bind(body)
-    return wire.encode_bind(await run_in_threadpool(runtime.binding.bind, args))
+    # The device choice happens here, on the loop, so the filters that follow see it.
+    claim = runtime.binding.claim(args)
+    if claim.final:
+        return wire.encode_bind(runtime.binding.bind(args, claim))
+    return wire.encode_bind(await run_in_threadpool(runtime.binding.bind, args, claim))
 
 
 async def preempt(runtime: Runtime, body: bytes) -> bytes:
@@ -84,6 +93,8 @@ class Verb:
     name: str
     handler: Handler
     summary: str
+    #: Observed in the verb latency histogram (not the benchmarks' decode-only floor).
+    timed: bool = True
 
 
 #: Every path kube-scheduler may be configured to call (``priority`` is HAMi's name,
@@ -97,26 +108,19 @@ VERBS: dict[str, Verb] = {
     "/preempt": Verb(
         "preempt", preempt, "Per candidate node, the fewest victims whose devices make the pod fit."
     ),
-    "/noop": Verb("filter", noop, "Decode the body as filter does and keep every node."),
+    "/noop": Verb(
+        "filter", noop, "Decode the body as filter does and keep every node.", timed=False
+    ),
 }
 
 
-class SchedulerVerbs:
-    """ASGI middleware answering ``POST`` on the verb paths; anything else goes on.
-
-    Every answer is HTTP 200: kube-scheduler treats any other status as a failure of
-    the extender itself, so bad input and errors take the verb's own error form.
-    """
-
-    def __init__(self, app: ASGIApp) -> None:
-        self.app = app
-
-    async def __call__(self, scope: Scope, receive: Receive, send: Send) -> None:
-        verb = VERBS.get(scope["path"]) if scope["type"] == "http" else None
-        if verb is None or scope["method"] != "POST":
-            await self.app(scope, receive, send)
-            return
-        content = await self._answer(verb, scope, receive)
+async def answer(verb: Verb, app: Starlette, scope: Scope, receive: Receive, send: Send) -> None:
+    """Answer one verb request for ``app`` (its ``state`` holds the runtime and the
+    operations); always HTTP 200: kube-scheduler treats any other status as a failure
+    of the extender itself, so bad input and errors take the verb's own error form."""
+    start = time.perf_counter()
+    try:
+        content = await _content(verb, app.state, scope, receive)
         if content is None:
             return  # the client went away
         await send(
@@ -124,30 +128,41 @@ class SchedulerVerbs:
                 "type": "http.response.start",
                 "status": 200,
                 "headers": [
-                    (b"content-type", JSON.encode()),
+                    (b"content-type", _JSON_BYTES),
                     (b"content-length", str(len(content)).encode()),
                 ],
             }
         )
         await send({"type": "http.response.body", "body": content})
+    finally:
+        operations = getattr(app.state, "operations", None)
+        if verb.timed and operations is not None:
+            operations.metrics.verb_seconds[verb.name].observe(time.perf_counter() - start)
 
-    @staticmethod
-    async def _answer(verb: Verb, scope: Scope, receive: Receive) -> bytes | None:
-        runtime: Runtime | None = getattr(scope["app"].state, "runtime", None)
-        if runtime is None:
-            return error_body(verb.name, f"{verb.name}: the extender is still starting")
-        try:
-            body = await read_body(scope, receive, runtime.settings, verb.name)
-            if body is None:
-                return None
-            return await verb.handler(runtime, body)
-        except wire.WireError as exc:
-            logger.info("%s: bad request: %s", verb.name, exc)
-            return error_body(verb.name, str(exc))
-        except Exception as exc:  # never a 5xx for kube-scheduler
-            logger.exception("%s failed", verb.name)
-            message = f"{verb.name}: internal error: {type(exc).__name__}: {exc}"
-            return error_body(verb.name, message)
+
+async def _content(verb: Verb, state: State, scope: Scope, receive: Receive) -> bytes | None:
+    runtime: Runtime | None = getattr(state, "runtime", None)
+    if runtime is None:
+        return error_body(verb.name, f"{verb.name}: the extender is still starting")
+    try:
+        body = await read_body(scope, receive, runtime.settings, verb.name)
+        if body is None:
+            return None
+        return await verb.handler(runtime, body)
+    except wire.WireError as exc:
+        logger.info("%s: bad request: %s", verb.name, exc)
+        return error_body(verb.name, str(exc))
+    except Exception as exc:  # never a 5xx for kube-scheduler
+        logger.exception("%s failed", verb.name)
+        message = f"{verb.name}: internal error: {type(exc).__name__}: {exc}"
+        return error_body(verb.name, message)
+
+
+def verb_of(scope: Scope) -> Verb | None:
+    """The verb a request is for; None for anything else (FastAPI serves it)."""
+    if scope["type"] != "http" or scope["method"] != "POST":
+        return None
+    return VERBS.get(scope["path"])
 
 
 def document(schema: dict[str, Any]) -> dict[str, Any]:
