@@ -318,6 +318,10 @@ def cycles(database: str, folder: Path, size: Size, binders: int) -> Run:
     # Each bind changes its pod twice or more: keep every change for the extender's watch.
     history = 10 * len(objects) + len(nodes)
     with ApiServerProcess.start(nodes=nodes, pods=objects, history_limit=history) as api:
+        # kube-scheduler sends the pods as its informer has them: with their UID and
+        # resourceVersion.
+        stored = {pod["metadata"]["name"]: pod for pod in api.pods()}
+        objects = [stored[pod["metadata"]["name"]] for pod in objects]
         extender = spawn_extender(
             env={
                 "VGPU_DATABASE_URL": database,

@@ -171,7 +171,7 @@ def _result(
         result.feasible = list(candidates)
         return result
     result.rows = rows[good]
-    result.feasible = list(compress(candidates, good.tolist()))
+    result.feasible = _without(candidates, np.flatnonzero(~good))
     unknown = rows < 0
     named = ~good & unknown
     if named.any():
@@ -184,5 +184,23 @@ def _result(
         rest[list(extra)] = False
     if explain and static is not None and rest.any():
         explained = explain_rows_cached(index, request, rows[rest], static)
-        result.rejections.update(zip(compress(candidates, rest.tolist()), explained, strict=True))
+        names = [candidates[p] for p in np.flatnonzero(rest).tolist()]
+        result.rejections.update(zip(names, explained, strict=True))
     return result
+
+
+#: Up to this many rejected candidates, the feasible list is a copy of the candidates
+#: with those deleted (each deletion moves the tail); beyond, it is built by a mask.
+_FEW_DELETIONS = 64
+
+
+def _without(candidates: Sequence[str], positions: IntVec) -> list[str]:
+    """``candidates`` without those at ``positions`` (ascending), in order."""
+    if len(positions) > _FEW_DELETIONS:
+        keep = np.ones(len(candidates), dtype=np.bool_)
+        keep[positions] = False
+        return list(compress(candidates, keep.tolist()))
+    kept = list(candidates)
+    for position in reversed(positions.tolist()):
+        del kept[position]
+    return kept

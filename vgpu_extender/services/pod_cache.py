@@ -1,7 +1,10 @@
 """Pods as seen at filter, kept by UID for a bounded time.
 
 The bind body carries only the pod's name, namespace, UID and node, so the request
-parsed at filter is kept here for bind to use. Bounded in size (least recently used
+parsed at filter is kept here for bind to use. prioritize gets the very pod object
+filter got moments before: with the same UID and ``resourceVersion`` (the API server
+changes it on every change of the object) it is the same pod, and its request is
+taken from here rather than parsed again. Bounded in size (least recently used
 goes first) and in age, so a flood of filters for pods that are never bound cannot
 grow memory without limit.
 """
@@ -21,6 +24,8 @@ from vgpu_extender.domain import PodRequest
 class CachedPod:
     request: PodRequest
     seen_at: float
+    #: The pod's ``metadata.resourceVersion`` when parsed ("" if it had none).
+    version: str = ""
 
 
 class PodCache:
@@ -47,17 +52,19 @@ class PodCache:
         with self._lock:
             return len(self._items)
 
-    def put(self, request: PodRequest) -> None:
+    def put(self, request: PodRequest, *, version: str = "") -> None:
         if not request.uid:
             return  # a pod without a UID can never be bound by UID
         now = self._clock()
         with self._lock:
-            self._items[request.uid] = CachedPod(request, now)
+            self._items[request.uid] = CachedPod(request, now, version)
             self._items.move_to_end(request.uid)
             while len(self._items) > self._max_size:
                 self._items.popitem(last=False)
 
-    def get(self, uid: str) -> PodRequest | None:
+    def get(self, uid: str, *, version: str | None = None) -> PodRequest | None:
+        """The pod's request; with ``version``, only if it was parsed from that
+        ``resourceVersion`` of the pod (an empty one matches nothing)."""
         now = self._clock()
         with self._lock:
             item = self._items.get(uid)
@@ -65,6 +72,8 @@ class PodCache:
                 return None
             if now - item.seen_at > self._ttl_s:
                 del self._items[uid]
+                return None
+            if version is not None and (not version or item.version != version):
                 return None
             return item.request
 

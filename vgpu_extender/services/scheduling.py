@@ -66,10 +66,18 @@ class SchedulingService:
         self._inventory = inventory
 
     def parse(self, pod: Mapping[str, Any]) -> PodRequest:
-        """The pod's request; remembered by UID for bind. Raises ``RequestError``."""
+        """The pod's request; remembered by UID for bind. Raises ``RequestError``.
+
+        The same version of a pod parsed before (filter, then prioritize) is not parsed
+        again."""
+        uid, version = _identity(pod)
+        if uid and version:
+            known = self._pods.get(uid, version=version)
+            if known is not None:
+                return known
         request = self._cluster.vendor.parse_pod(pod)
         if request.managed:
-            self._pods.put(request)
+            self._pods.put(request, version=version)
         return request
 
     def observe_nodes(self, nodes: Sequence[NodeView | NodeRef] | None) -> None:
@@ -170,6 +178,18 @@ class SchedulingService:
     def choose(self, request: PodRequest, node: str) -> PodAssignment | Rejection:
         with self._cluster.lock:
             return self._cluster.planner.choose(request, node)
+
+
+def _identity(pod: Mapping[str, Any]) -> tuple[str, str]:
+    """The pod's UID and resourceVersion, "" where missing or not strings."""
+    metadata = pod.get("metadata") if isinstance(pod, Mapping) else None
+    if not isinstance(metadata, Mapping):
+        return "", ""
+    uid, version = metadata.get("uid"), metadata.get("resourceVersion")
+    return (
+        uid if isinstance(uid, str) else "",
+        version if isinstance(version, str) else "",
+    )
 
 
 def _pod_name(pod: Mapping[str, Any]) -> str:

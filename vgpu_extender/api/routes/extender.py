@@ -14,6 +14,7 @@ node, so those run in the thread pool.
 
 from __future__ import annotations
 
+import asyncio
 import logging
 import time
 from collections.abc import Awaitable, Callable
@@ -71,7 +72,9 @@ async def bind(runtime: Runtime, body: bytes) -> bytes:
     claim = runtime.binding.claim(args)
     if claim.final:
         return wire.encode_bind(runtime.binding.bind(args, claim))
-    return wire.encode_bind(await run_in_threadpool(runtime.binding.bind, args, claim))
+    loop = asyncio.get_running_loop()
+    error = await loop.run_in_executor(runtime.binds, runtime.binding.bind, args, claim)
+    return wire.encode_bind(error)
 
 
 async def preempt(runtime: Runtime, body: bytes) -> bytes:
