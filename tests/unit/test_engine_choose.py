@@ -7,6 +7,8 @@ from dataclasses import dataclass, field
 
 import numpy as np
 import pytest
+from hypothesis import given, settings
+from hypothesis import strategies as st
 
 from tests.support.builders import (
     make_container,
@@ -338,3 +340,23 @@ def test_to_extender_scores(raw: list[float], scaled: list[int]) -> None:
     out = to_extender_scores(np.array(raw, dtype=np.float64))
     assert out == scaled
     assert all(isinstance(v, int) and 0 <= v <= 10 for v in out)
+
+
+@settings(max_examples=300, deadline=None)
+@given(
+    st.lists(
+        st.floats(allow_nan=False, allow_infinity=False, min_value=-1e12, max_value=1e12),
+        max_size=40,
+    )
+)
+def test_finite_scores_scale_min_max_as_written(raw: list[float]) -> None:
+    # The plain formula, value by value: the vectorised fast path must agree exactly.
+    out = to_extender_scores(np.array(raw, dtype=np.float64))
+    if not raw:
+        assert out == []
+        return
+    low, high = min(raw), max(raw)
+    if high <= low:
+        assert out == [10] * len(raw)
+    else:
+        assert out == [int(np.rint((v - low) * 10 / (high - low))) for v in raw]

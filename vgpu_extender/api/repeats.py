@@ -26,7 +26,9 @@ import numpy.typing as npt
 #: How many distinct lists to remember: filter's, prioritize's, and a spare or two.
 RECENT = 4
 
-_SPACE, _ONE, _ZERO = ord(" "), ord("1"), ord("0")
+#: The two characters of each score 0..10: " 0" .. " 9", "10".
+_TENS = np.frombuffer(b"          1", dtype=np.uint8)
+_UNITS = np.frombuffer(b"01234567890", dtype=np.uint8)
 
 
 class NameLists:
@@ -51,22 +53,23 @@ class NameLists:
 class _Layout:
     """One host list's encoded answer, and where each score goes in it."""
 
-    __slots__ = ("offsets", "template")
+    __slots__ = ("template", "tens_at", "units_at")
 
     def __init__(self, hosts: Sequence[str]) -> None:
         heads = [b'{"Host":' + msgspec.json.encode(host) + b',"Score":' for host in hosts]
         # Each entry is head + two score characters + "}" + "," (or "]" after the last).
         lengths = np.fromiter((len(h) + 4 for h in heads), dtype=np.int64, count=len(heads))
         starts = 1 + np.concatenate(([0], np.cumsum(lengths)[:-1]))
-        self.offsets: npt.NDArray[np.int64] = starts + lengths - 4
+        self.tens_at: npt.NDArray[np.int64] = starts + lengths - 4
+        self.units_at: npt.NDArray[np.int64] = self.tens_at + 1
         self.template = np.frombuffer(
             b"[" + b",".join(h + b"00}" for h in heads) + b"]", dtype=np.uint8
         )
 
     def encode(self, scores: npt.NDArray[np.int64]) -> bytes:
         out = self.template.copy()
-        out[self.offsets] = np.where(scores >= 10, _ONE, _SPACE)
-        out[self.offsets + 1] = _ZERO + scores % 10
+        out[self.tens_at] = _TENS[scores]
+        out[self.units_at] = _UNITS[scores]
         return out.tobytes()
 
 

@@ -17,6 +17,14 @@ def extender_score_vector(raw: npt.NDArray[np.float64]) -> npt.NDArray[np.int64]
     values = np.asarray(raw, dtype=np.float64)
     if len(values) == 0:
         return np.zeros(0, dtype=np.int64)
+    if np.isfinite(values).all():  # the usual case: no masking, no copies
+        low, high = float(values.min()), float(values.max())
+        if high <= low:
+            return np.full(len(values), MAX_EXTENDER_PRIORITY, dtype=np.int64)
+        scores: npt.NDArray[np.int64] = np.rint(
+            (values - low) * MAX_EXTENDER_PRIORITY / (high - low)
+        ).astype(np.int64)
+        return scores
     values = np.where(np.isnan(values), -np.inf, values)  # infinities stay infinite
     finite = np.isfinite(values)
     if not finite.any():

@@ -40,9 +40,9 @@ def node_usage_score(index: ClusterIndex, rows: IntVec) -> FloatVec:
         (cols.row_cores_total, cols.row_cores_free),
         (cols.row_mem_total, cols.row_mem_free),
     ):
-        cap = capacity[rows].astype(np.float64)
-        used = cap - free[rows]
-        total += np.divide(used, cap, out=np.zeros_like(cap), where=cap > 0)
+        cap = capacity.take(rows)
+        used = cap - free.take(rows)
+        total += np.divide(used, cap, out=np.zeros(len(rows)), where=cap > 0)
     score: FloatVec = 10.0 * total
     return score
 
