@@ -184,8 +184,7 @@ def _result(
         rest[list(extra)] = False
     if explain and static is not None and rest.any():
         explained = explain_rows_cached(index, request, rows[rest], static)
-        names = [candidates[p] for p in np.flatnonzero(rest).tolist()]
-        result.rejections.update(zip(names, explained, strict=True))
+        result.rejections.update(zip(_named(candidates, rest), explained, strict=True))
     return result
 
 
@@ -204,3 +203,11 @@ def _without(candidates: Sequence[str], positions: IntVec) -> list[str]:
     for position in reversed(positions.tolist()):
         del kept[position]
     return kept
+
+
+def _named(candidates: Sequence[str], mask: np.ndarray) -> list[str]:
+    """The candidates where ``mask`` is set, in order."""
+    positions = np.flatnonzero(mask)
+    if len(positions) * 4 > len(candidates):  # many: one pass over the whole mask
+        return list(compress(candidates, mask.tolist()))
+    return [candidates[p] for p in positions.tolist()]
