@@ -10,8 +10,9 @@
    the index learns the node from the store and the choice is made again.
 3. Under HAMi's node lock when configured, create the Binding with the pod UID and
    HAMi's annotations (the API server sets them on the pod in the same update as its
-   node). Then queue the pod to have its rows marked bound and an Event posted, both
-   by workers in the background: the bind does not wait for either.
+   node). Then queue the pod to have its rows marked bound (and, when configured, a
+   ``BindingSucceed`` Event posted) by workers in the background: the bind does not
+   wait for either. A failed bind always queues a ``BindingFailed`` Event.
 4. Any failure after the insert deletes the rows and releases the lock.
 
 Without Kubernetes (standalone) the allocation is recorded as bound at once.

@@ -44,12 +44,14 @@ class ClusterState:
 
     @contextmanager
     def binding_to(self, node: str) -> Iterator[None]:
-        """Held by a bind from its device choice until the store has its rows.
+        """Held by a bind while it writes its rows to the store (and chooses again,
+        should the store refuse the first choice).
 
         kube-scheduler binds asynchronously, often several pods to one node at once:
-        queued here, each chooses after the one before has recorded its devices, rather
-        than all choosing the same device and all but one failing in the store. Binds
-        to different nodes do not wait for each other.
+        their devices were chosen one after the other on arrival (each seeing the ones
+        before), and here they reach the store one at a time, so a retry after a
+        conflict chooses in the light of every write before it. Binds to different
+        nodes do not wait for each other.
         """
         with self._binds_lock:
             guard = self._binds.setdefault(node, threading.Lock())
