@@ -7,11 +7,12 @@ other half are idle), it times one scheduling decision's engine work:
 - ``filter``: which of all nodes fit, with a reason for every other node;
 - ``score``: the node policy's scores of the feasible nodes, scaled to 0..10.
 
-The engine remembers why a node rejected a request of a given shape until that node
-changes (``engine/rejection_cache.py``): ``median_ms`` is the steady state of a busy
-cluster, where pod after pod of a shape meets mostly the same rejected nodes;
-``cold_median_ms`` forgets every verdict before each decision, so all rejected nodes
-are explained afresh (the first pod of a new shape).
+The engine remembers, per request shape, whether each candidate of a list fits
+(``engine/fit_cache.py``) and why a node rejected it (``engine/rejection_cache.py``),
+each until that node changes: ``median_ms`` is the steady state of a busy cluster,
+where pod after pod of a shape meets mostly the same nodes; ``cold_median_ms`` forgets
+every remembered verdict before each decision, so every candidate is judged and every
+rejected node explained afresh (the first pod of a new shape).
 
 Each repetition gets a freshly decoded candidate list, as a JSON request body would
 give it. The reference is ``engine/reference.py``'s plain loop plus a plain scoring
@@ -157,6 +158,7 @@ def time_case(
 
     def decide_cold(i: int) -> tuple[int, int]:
         cluster.index.rejection_cache.clear()
+        cluster.index.fit_cache.clear()
         return decide(i)
 
     def reference(i: int) -> list[int]:

@@ -88,16 +88,17 @@ def explain_rows_cached(
         return explain_rows(index, request, missed, static)
 
     return index.rejection_cache.rejections(
-        _request_key(request, tuple(shapes)), epoch, rows, index.row_stamps, explain
+        request_key(request), epoch, rows, index.row_stamps, explain
     )
 
 
-def _request_key(request: PodRequest, shapes: tuple[_Shape, ...]) -> Hashable:
-    """Everything of ``request`` that explaining reads: the distinct container shapes
-    in order (exclusivity follows from the cores), the selector, NUMA binding and the
-    host requests. Not the pod's identity, priority or policies."""
+def request_key(request: PodRequest) -> Hashable:
+    """Everything of ``request`` that fit and explaining read: the distinct device
+    container shapes in order (exclusivity follows from the cores; none means the pod is
+    not managed), the selector, NUMA binding and the host requests. Not the pod's
+    identity, priority or policies, nor containers' names or init flags."""
     return (
-        shapes,
+        tuple(_distinct(request.device_containers)),
         request.selector,
         request.numa_bind,
         request.cpu_milli,

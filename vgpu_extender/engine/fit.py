@@ -5,19 +5,32 @@ whole device grid says which devices could hold it; a row-wise sum says how many
 per node. That is exact for single-container pods (the usual case); pods with
 several device containers are then confirmed node by node by the exact device
 choice, but only on the nodes that passed the vectorised check.
+
+Pod after pod of one shape meets the same candidate list, of which only a node or two
+changed since the last pod: the index's ``fit_cache`` remembers each candidate's
+verdict, and only candidates whose row changed are judged again (on their own rows).
 """
 
 from __future__ import annotations
 
 from collections.abc import Callable, Sequence
 from dataclasses import dataclass, field
+from functools import partial
 from itertools import compress
 
 import numpy as np
 
 from vgpu_extender.domain import ContainerRequest, PodAssignment, PodRequest, Reason, Rejection
-from vgpu_extender.engine.columns import BoolGrid, DeviceColumns, IntGrid, IntVec, per_node_count
-from vgpu_extender.engine.explain import distinct_shapes, explain_rows_cached
+from vgpu_extender.engine.columns import (
+    BoolGrid,
+    BoolVec,
+    DeviceColumns,
+    IntGrid,
+    IntVec,
+    per_node_count,
+)
+from vgpu_extender.engine.explain import distinct_shapes, explain_rows_cached, request_key
+from vgpu_extender.engine.fit_cache import Names
 from vgpu_extender.engine.index import ClusterIndex
 from vgpu_extender.engine.selection import selector_mask
 
@@ -55,14 +68,6 @@ def fitting_devices(cols: DeviceColumns, container: ContainerRequest, static: Bo
     return _fitting(container, static, *(column[:n] for column in _usage_columns(cols)))
 
 
-def _fitting_in_rows(
-    cols: DeviceColumns, container: ContainerRequest, static: BoolGrid, rows: IntVec
-) -> BoolGrid:
-    """``fitting_devices`` for some rows only (a small copy of each column)."""
-    taken = (np.take(column, rows, axis=0) for column in _usage_columns(cols))
-    return _fitting(container, np.take(static, rows, axis=0), *taken)
-
-
 def _usage_columns(cols: DeviceColumns) -> tuple[IntGrid, ...]:
     return (cols.slots_free, cols.slots_total, cols.mem_free, cols.mem_total, cols.cores_free)
 
@@ -94,9 +99,13 @@ def _fitting(
 
 def static_mask(index: ClusterIndex, request: PodRequest) -> BoolGrid:
     """Devices the pod could ever use: usable, and accepted by its selector."""
-    chosen = selector_mask(index, request.selector)
-    usable = index.cols.usable
-    return usable if chosen is None else usable & chosen
+    return _static(index.cols, selector_mask(index, request.selector))
+
+
+def _static(cols: DeviceColumns, chosen: BoolGrid | None, rows: int | None = None) -> BoolGrid:
+    """``static_mask`` of the first ``rows`` rows, given the selector's device mask."""
+    usable = cols.usable[:rows]
+    return usable if chosen is None else usable & chosen[:rows]
 
 
 def fit(
@@ -106,53 +115,109 @@ def fit(
     *,
     exact: ExactCheck | None = None,
     explain: bool = True,
+    remember: bool = True,
 ) -> FitResult:
     """Which of ``candidates`` can take ``request`` now, and why the others cannot.
 
     ``exact`` confirms multi-container pods on one node (the device choice); without
     it the per-container check alone decides. ``explain=False`` skips the reasons of
     rejected nodes, for callers that only place pods (the trace replay).
+    ``remember=False`` judges every candidate afresh, neither reading nor updating the
+    remembered verdicts (``index.fit_cache``); the result is the same either way.
     """
     rows = index.rows_of(candidates)
-    cols = index.cols
     if not request.managed:
-        known = rows >= 0
-        if not (request.cpu_milli or request.host_memory_mib):
-            return _result(candidates, rows, known, {}, index, request, None, explain)
-        # Host requests still apply (NodeResourcesFit, where the engine tracks the host).
-        safe = np.where(known, rows, 0)
-        known &= cols.cpu_free[safe] >= request.cpu_milli
-        known &= cols.hostmem_free[safe] >= request.host_memory_mib
-        static = static_mask(index, request)
-        return _result(candidates, rows, known, {}, index, request, static, explain)
-    # Whole-grid passes stop at the last row in use (the grid grows by doubling); row 0
-    # always stays, for the unknown candidates' placeholder lookups.
-    static = static_mask(index, request)[: max(index.row_span, 1)]
-    good = rows >= 0
-    safe_rows = np.where(good, rows, 0)
-    numa_values = index.numa_values if request.numa_bind else None
-    # A few candidates (bind checks one node) are judged on their own rows, not the grid.
-    few = len(safe_rows) * _FEW_ROWS_FACTOR < static.shape[0]
-    for container in distinct_shapes(request.device_containers):
-        if few:
-            ok = _fitting_in_rows(cols, container, static, safe_rows)
-            counts = per_node_count(ok, np.take(cols.numa, safe_rows, axis=0), numa_values)
-            good &= counts >= container.count
-        else:
-            ok = fitting_devices(cols, container, static)
-            counts = per_node_count(ok, cols.numa[: len(ok)], numa_values)
-            good &= counts[safe_rows] >= container.count
-    if request.cpu_milli or request.host_memory_mib:
-        good &= cols.cpu_free[safe_rows] >= request.cpu_milli
-        good &= cols.hostmem_free[safe_rows] >= request.host_memory_mib
+        return _unmanaged(index, request, candidates, rows, explain)
+    several = len(request.device_containers) > 1
+    names: Names | None = None
+    if remember and not several:
+        # Pods with several device containers are not remembered: the exact check
+        # (the device policy's choice) has the last word on them.
+        good, chosen, names = index.fit_cache.good(
+            request_key(request),
+            index.topology_version,
+            candidates,
+            rows,
+            index.row_stamps,
+            partial(selector_mask, index, request.selector),
+            partial(_judge, index, request),
+        )
+    else:
+        chosen = selector_mask(index, request.selector)
+        good = _judge(index, request, chosen, rows)
     extra: dict[int, Rejection] = {}
-    if exact is not None and len(request.device_containers) > 1:
+    if exact is not None and several:
         for position in np.flatnonzero(good):
             verdict = exact(int(rows[position]))
             if isinstance(verdict, Rejection):
                 good[position] = False
                 extra[int(position)] = verdict
-    return _result(candidates, rows, good, extra, index, request, static, explain)
+
+    def static() -> BoolGrid:
+        return _static(index.cols, chosen, max(index.row_span, 1))
+
+    return _result(candidates, rows, good, extra, index, request, static, explain, names)
+
+
+def _unmanaged(
+    index: ClusterIndex,
+    request: PodRequest,
+    candidates: Sequence[str],
+    rows: IntVec,
+    explain: bool,
+) -> FitResult:
+    """``fit`` of a pod that asks for no managed device: every known node, unless its
+    host requests do not fit (NodeResourcesFit, where the engine tracks the host)."""
+    known = rows >= 0
+    if not (request.cpu_milli or request.host_memory_mib):
+        return _result(candidates, rows, known, {}, index, request, None, explain)
+    cols = index.cols
+    safe = np.where(known, rows, 0)
+    known &= cols.cpu_free[safe] >= request.cpu_milli
+    known &= cols.hostmem_free[safe] >= request.host_memory_mib
+    static = partial(static_mask, index, request)
+    return _result(candidates, rows, known, {}, index, request, static, explain)
+
+
+def _judge(
+    index: ClusterIndex, request: PodRequest, chosen: BoolGrid | None, rows: IntVec
+) -> BoolVec:
+    """Whether each of ``rows`` (-1: an unknown node) can take every device container
+    of ``request`` alone, and its host requests; ``chosen`` is the selector's mask."""
+    cols = index.cols
+    good = rows >= 0
+    safe = np.where(good, rows, 0)
+    numa_values = index.numa_values if request.numa_bind else None
+    # Whole-grid passes stop at the last row in use (the grid grows by doubling); row 0
+    # always stays, for the unknown candidates' placeholder lookups.
+    span = max(index.row_span, 1)
+    containers = distinct_shapes(request.device_containers)
+    if len(safe) * _FEW_ROWS_FACTOR < span:
+        # A few rows (bind checks one node, or the rows changed since the last pod):
+        # judged on a small copy of their own rows, not the grid.
+        static = _take(cols.usable, safe)
+        if chosen is not None:
+            static &= _take(chosen, safe)
+        usage = [_take(column, safe) for column in _usage_columns(cols)]
+        numa = _take(cols.numa, safe)
+        for container in containers:
+            ok = _fitting(container, static, *usage)
+            good &= per_node_count(ok, numa, numa_values) >= container.count
+    else:
+        static = _static(cols, chosen, span)
+        for container in containers:
+            ok = fitting_devices(cols, container, static)
+            counts = per_node_count(ok, cols.numa[:span], numa_values)
+            good &= counts[safe] >= container.count
+    if request.cpu_milli or request.host_memory_mib:
+        good &= cols.cpu_free[safe] >= request.cpu_milli
+        good &= cols.hostmem_free[safe] >= request.host_memory_mib
+    return good
+
+
+def _take(grid: np.ndarray, rows: IntVec) -> np.ndarray:
+    """The rows of a grid (``np.take`` copies rows several times faster than ``grid[rows]``)."""
+    return np.take(grid, rows, axis=0)
 
 
 def _result(
@@ -162,16 +227,18 @@ def _result(
     extra: dict[int, Rejection],
     index: ClusterIndex,
     request: PodRequest,
-    static: BoolGrid | None,
+    static: Callable[[], BoolGrid] | None,
     explain: bool = True,
+    names: Names | None = None,
 ) -> FitResult:
+    """The result of verdicts ``good``; ``names``, when given, is ``candidates`` as an array."""
     result = FitResult()
     if bool(good.all()):
         result.rows = rows
         result.feasible = list(candidates)
         return result
     result.rows = rows[good]
-    result.feasible = _without(candidates, np.flatnonzero(~good))
+    result.feasible = _without(candidates, good, names)
     unknown = rows < 0
     named = ~good & unknown
     if named.any():
@@ -183,8 +250,8 @@ def _result(
     if extra:
         rest[list(extra)] = False
     if explain and static is not None and rest.any():
-        explained = explain_rows_cached(index, request, rows[rest], static)
-        result.rejections.update(zip(_named(candidates, rest), explained, strict=True))
+        explained = explain_rows_cached(index, request, rows[rest], static())
+        result.rejections.update(zip(_named(candidates, rest, names), explained, strict=True))
     return result
 
 
@@ -193,20 +260,22 @@ def _result(
 _FEW_DELETIONS = 64
 
 
-def _without(candidates: Sequence[str], positions: IntVec) -> list[str]:
-    """``candidates`` without those at ``positions`` (ascending), in order."""
-    if len(positions) > _FEW_DELETIONS:
-        keep = np.ones(len(candidates), dtype=np.bool_)
-        keep[positions] = False
-        return list(compress(candidates, keep.tolist()))
+def _without(candidates: Sequence[str], good: BoolVec, names: Names | None) -> list[str]:
+    """The candidates where ``good`` is set, in order."""
+    dropped = np.flatnonzero(~good)
+    if len(dropped) > _FEW_DELETIONS:
+        return _named(candidates, good, names)
     kept = list(candidates)
-    for position in reversed(positions.tolist()):
+    for position in reversed(dropped.tolist()):
         del kept[position]
     return kept
 
 
-def _named(candidates: Sequence[str], mask: np.ndarray) -> list[str]:
+def _named(candidates: Sequence[str], mask: BoolVec, names: Names | None) -> list[str]:
     """The candidates where ``mask`` is set, in order."""
+    if names is not None:  # an array of them: no Python pass over the whole list
+        picked: list[str] = names[mask].tolist()
+        return picked
     positions = np.flatnonzero(mask)
     if len(positions) * 4 > len(candidates):  # many: one pass over the whole mask
         return list(compress(candidates, mask.tolist()))

@@ -15,6 +15,7 @@ import numpy as np
 
 from vgpu_extender.domain import Device, DeviceUsage, NodeInventory, PodAssignment
 from vgpu_extender.engine.columns import UNLIMITED, DeviceColumns, IntVec
+from vgpu_extender.engine.fit_cache import FitCache
 from vgpu_extender.engine.rejection_cache import RejectionCache
 
 #: Candidate lists at least this long are remembered by ``rows_of``; shorter ones cost
@@ -64,6 +65,9 @@ class ClusterIndex:
         self._stamps: IntVec = np.zeros(initial_nodes, dtype=np.int64)
         #: Rejections of recent request shapes, valid while their rows' stamps hold.
         self.rejection_cache = RejectionCache()
+        #: Fit verdicts of recent request shapes and candidate lists, valid while their
+        #: rows' stamps and the topology version hold.
+        self.fit_cache = FitCache()
 
     # ----------------------------------------------------------------- reading
     @property
