@@ -10,9 +10,12 @@ other half are idle), it times one scheduling decision's engine work:
 The engine remembers, per request shape, whether each candidate of a list fits
 (``engine/fit_cache.py``) and why a node rejected it (``engine/rejection_cache.py``),
 each until that node changes: ``median_ms`` is the steady state of a busy cluster,
-where pod after pod of a shape meets mostly the same nodes; ``cold_median_ms`` forgets
-every remembered verdict before each decision, so every candidate is judged and every
-rejected node explained afresh (the first pod of a new shape).
+where pod after pod of a shape meets mostly the same nodes, nothing changed between two
+decisions; ``changed_median_ms`` has one feasible node changed before each decision, as
+the previous pod's bind changes the node it lands on (the time includes that change);
+``cold_median_ms`` forgets every remembered verdict before each decision, so every
+candidate is judged and every rejected node explained afresh (the first pod of a new
+shape).
 
 Each repetition gets a freshly decoded candidate list, as a JSON request body would
 give it. The reference is ``engine/reference.py``'s plain loop plus a plain scoring
@@ -161,6 +164,14 @@ def time_case(
         cluster.index.fit_cache.clear()
         return decide(i)
 
+    feasible_names = planner.filter(request, lists[0]).feasible
+
+    def decide_changed(i: int) -> tuple[int, int]:
+        # Cordoning a node's devices as they are moves its row's stamp and nothing else.
+        name = feasible_names[i % len(feasible_names)]
+        cluster.index.set_cordoned(name, cluster.index.inventory(name).cordoned)
+        return decide(i)
+
     def reference(i: int) -> list[int]:
         return reference_decision(cluster.index, request, lists[i % len(lists)])
 
@@ -170,6 +181,7 @@ def time_case(
     ):
         raise AssertionError(f"{case}: the engine and the reference disagree on what fits")
     engine = measure(decide, repeat=50 if quick else 400)
+    changed = measure(decide_changed, repeat=50 if quick else 400)
     cold = measure(decide_cold, repeat=50 if quick else 400)
     plain = measure(reference, repeat=3 if quick else 15, warmup=1, budget_s=10 if quick else 60)
     return {
@@ -177,6 +189,7 @@ def time_case(
         "nodes": len(cluster.names),
         "median_ms": round(median(engine), 4),
         "p99_ms": round(percentile(engine, 99), 4),
+        "changed_median_ms": round(median(changed), 4),
         "cold_median_ms": round(median(cold), 4),
         "cold_p99_ms": round(percentile(cold, 99), 4),
         "reference_median_ms": round(median(plain), 3),
@@ -199,6 +212,7 @@ def main(argv: Sequence[str] | None = None) -> int:
             "rejected",
             "median ms",
             "p99 ms",
+            "changed median ms",
             "cold median ms",
             "reference ms",
             "speedup",
@@ -211,6 +225,7 @@ def main(argv: Sequence[str] | None = None) -> int:
                 r["rejected"],
                 r["median_ms"],
                 r["p99_ms"],
+                r["changed_median_ms"],
                 r["cold_median_ms"],
                 r["reference_median_ms"],
                 f"{r['speedup']}x",
@@ -221,11 +236,13 @@ def main(argv: Sequence[str] | None = None) -> int:
     for r in results:
         if r["nodes"] == GOAL_NODES:
             met = r["median_ms"] <= GOAL_MEDIAN_MS and r["speedup"] >= GOAL_SPEEDUP
+            changed = r["changed_median_ms"] <= GOAL_MEDIAN_MS
             cold = r["cold_median_ms"] <= GOAL_MEDIAN_MS
             print(
                 f"goal at {GOAL_NODES} nodes, {r['case']}: median <= {GOAL_MEDIAN_MS} ms and "
                 f">= {GOAL_SPEEDUP:.0f}x the reference: {'met' if met else 'NOT met'} "
-                f"(cold: {'met' if cold else 'NOT met'})"
+                f"(one node changed: {'met' if changed else 'NOT met'}, "
+                f"cold: {'met' if cold else 'NOT met'})"
             )
     write_json(args.json, "engine_fit", results)
     return 0
