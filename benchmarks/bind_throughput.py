@@ -225,6 +225,8 @@ class Run:
     hosts: dict[str, str]  # pod name -> the host its successful bind named
     refused: int  # binds refused and retried
     extender_cpu_s: float | None = None  # the extender's CPU time during the run
+    apiserver_cpu_s: float | None = None  # the test API server's
+    client_cpu_s: float | None = None  # this process's (kube-scheduler's stand-in)
 
 
 def schedule(url: str, pods: Sequence[dict[str, Any]], names: list[str], binders: int) -> Run:
@@ -333,11 +335,22 @@ def cycles(database: str, folder: Path, size: Size, binders: int) -> Run:
         try:
             wait_for_nodes(extender.url, objects[0], names)
             warm = schedule(extender.url, objects[: size.warmup], names, binders)
-            cpu_before = cpu_seconds(extender.process.pid)
+            pids = (extender.process.pid, api.process.pid)
+            before = [cpu_seconds(pid) for pid in pids]
+            client_before = time.process_time()
             measured = schedule(extender.url, objects[size.warmup :], names, binders)
-            cpu_after = cpu_seconds(extender.process.pid)
-            if cpu_before is not None and cpu_after is not None:
-                measured = replace(measured, extender_cpu_s=cpu_after - cpu_before)
+            client_cpu_s = time.process_time() - client_before
+            after = [cpu_seconds(pid) for pid in pids]
+            spent = [
+                b - a if a is not None and b is not None else None
+                for a, b in zip(before, after, strict=True)
+            ]
+            measured = replace(
+                measured,
+                extender_cpu_s=spent[0],
+                apiserver_cpu_s=spent[1],
+                client_cpu_s=client_cpu_s,
+            )
         finally:
             extender.stop()
         check_bound(api, {**warm.hosts, **measured.hosts})
@@ -407,16 +420,23 @@ def run(size: Size, binders: Sequence[int]) -> list[dict[str, Any]]:
 
 
 def extender_cpu(run: Run) -> dict[str, float]:
-    """The extender's own CPU time per cycle, and the cycles per second that CPU time
-    allows on one core of its own: what the extender could sustain with the test API
-    server, the database and this client elsewhere, as they are in a cluster."""
-    if run.extender_cpu_s is None or not run.latencies_ms:
+    """CPU time per cycle of the extender, the test API server and this client (the
+    database's is not counted), and the cycles per second the extender's CPU time
+    allows on one core of its own: what it could sustain with the API server, the
+    database and kube-scheduler elsewhere, as they are in a cluster."""
+    if not run.latencies_ms:
         return {}
-    per_cycle_ms = 1000.0 * run.extender_cpu_s / len(run.latencies_ms)
-    return {
-        "extender_cpu_ms_per_cycle": round(per_cycle_ms, 3),
-        "extender_bound_cycles_per_s": round(1000.0 / per_cycle_ms, 1),
-    }
+    cycles = len(run.latencies_ms)
+    row: dict[str, float] = {}
+    if run.extender_cpu_s is not None:
+        per_cycle_ms = 1000.0 * run.extender_cpu_s / cycles
+        row["extender_cpu_ms_per_cycle"] = round(per_cycle_ms, 3)
+        row["extender_bound_cycles_per_s"] = round(1000.0 / per_cycle_ms, 1)
+    if run.apiserver_cpu_s is not None:
+        row["apiserver_cpu_ms_per_cycle"] = round(1000.0 * run.apiserver_cpu_s / cycles, 3)
+    if run.client_cpu_s is not None:
+        row["client_cpu_ms_per_cycle"] = round(1000.0 * run.client_cpu_s / cycles, 3)
+    return row
 
 
 def parse(argv: Sequence[str] | None) -> argparse.Namespace:
@@ -451,6 +471,8 @@ def main(argv: Sequence[str] | None = None) -> int:
             "refused",
             "extender CPU ms/cycle",
             "extender-bound cycles/s",
+            "API server CPU ms/cycle",
+            "client CPU ms/cycle",
         ),
         [
             (
@@ -463,6 +485,8 @@ def main(argv: Sequence[str] | None = None) -> int:
                 r["refused"],
                 r.get("extender_cpu_ms_per_cycle", "n/a"),
                 r.get("extender_bound_cycles_per_s", "n/a"),
+                r.get("apiserver_cpu_ms_per_cycle", "n/a"),
+                r.get("client_cpu_ms_per_cycle", "n/a"),
             )
             for r in results
         ],

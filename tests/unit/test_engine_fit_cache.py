@@ -22,24 +22,24 @@ import numpy as np
 import pytest
 from hypothesis import HealthCheck, settings
 from hypothesis import strategies as st
-from hypothesis.stateful import RuleBasedStateMachine, initialize, invariant, rule
+from hypothesis.stateful import initialize, invariant, rule
 
 from tests.support.builders import V100, make_container, make_index, make_node, make_request, use
-from tests.unit.test_engine_rejection_cache import (
+from tests.support.index_machine import (
+    FILLERS,
     NAMES,
     REQUESTS,
     TWISTS,
+    IndexChanges,
     inventories,
-    row_states,
 )
 from vgpu_extender.domain import (
-    DeviceGrant,
     NodeInventory,
     PodAssignment,
     PodRequest,
     Rejection,
 )
-from vgpu_extender.engine import AllocationError, ClusterIndex, FitResult, choose_devices, fit
+from vgpu_extender.engine import ClusterIndex, FitResult, choose_devices, fit
 from vgpu_extender.engine.fit_cache import DEFAULT_LISTS, DEFAULT_SHAPES, FitCache
 
 #: Unknown names: they pad candidate lists to the length ``rows_of`` remembers (shorter
@@ -341,7 +341,6 @@ def test_the_verdicts_returned_are_the_callers_own() -> None:
 
 # ----------------------------------------------------------------- the property
 
-FILLERS = [f"f{i}" for i in range(40)]
 #: Candidate lists, most long enough for rows_of to remember (and so for the cache to
 #: match): every node, orders, subsets, unknown names, fillers; and a short one.
 LISTS: list[tuple[str, ...]] = [
@@ -368,34 +367,22 @@ def index_wide(index: ClusterIndex) -> object:
     return index.types, where, sorted(numa), index.cols.rows, index.cols.slots
 
 
-class RememberedFitMachine(RuleBasedStateMachine):
+class RememberedFitMachine(IndexChanges):
     """Random index changes between fits; every fit is checked against a fresh one."""
 
     def __init__(self) -> None:
         super().__init__()
-        self.index = ClusterIndex(initial_nodes=2, initial_slots=2)
         self.index.fit_cache = FitCache(shapes=SHAPES, lists=LISTS_PER_SHAPE)
-        self.pods: list[str] = []
-        self.shapes: list[PodRequest] = []
         self.last: tuple[PodRequest, Sequence[str], bool] | None = None
-        self.step = 0
 
-    # -- every change is bracketed by a check of the row stamps and the topology
-    def _change(self, change: Any) -> None:
-        index = self.index
-        rows, slots = index.cols.rows, index.cols.slots
-        before, stamps = row_states(index, rows, slots), index.row_stamps.copy()
-        wide, topology = index_wide(index), index.topology_version
-        try:
-            change()
-        finally:
-            after = row_states(index, rows, slots)
-            moved = index.row_stamps[:rows] != stamps
-            for row in range(rows):
-                if before[row] != after[row]:
-                    assert moved[row], f"row {row} changed but kept its stamp"
-            if index_wide(index) != wide:
-                assert index.topology_version != topology, "index-wide data changed"
+    # -- besides the row stamps (checked by every change), the topology
+    def snapshot(self) -> object:
+        return index_wide(self.index), self.index.topology_version
+
+    def changed(self, before: object) -> None:
+        wide, topology = before  # type: ignore[misc]
+        if index_wide(self.index) != wide:
+            assert self.index.topology_version != topology, "index-wide data changed"
         self.check_fit_again("same")  # the pod after this change, as kube-scheduler asks
 
     @initialize(
@@ -425,59 +412,6 @@ class RememberedFitMachine(RuleBasedStateMachine):
             self._change(lambda: self.index.remove_node(node.name))
         else:
             self._change(lambda: self.index.upsert_node(node))
-
-    @rule(name=st.sampled_from(NAMES), picks=st.lists(st.integers(0, 8), max_size=3))
-    def cordon(self, name: str, picks: list[int]) -> None:
-        if name not in self.index:
-            return
-        devices = self.index.inventory(name).devices
-        uuids = [devices[p % len(devices)].uuid for p in picks] if devices else []
-        self._change(lambda: self.index.set_cordoned(name, uuids))
-
-    @rule(name=st.sampled_from(NAMES + FILLERS[:2]), request=st.sampled_from(REQUESTS))
-    def place(self, name: str, request: PodRequest) -> None:
-        if name not in self.index:
-            return
-        choice = choose_devices(self.index, request, name)
-        if isinstance(choice, PodAssignment):
-            self._apply(choice, request.cpu_milli, request.host_memory_mib)
-
-    @rule(
-        name=st.sampled_from(NAMES),
-        grants=st.lists(
-            st.tuples(
-                st.integers(0, 8), st.sampled_from([0, 1000, 5000, 9000]), st.integers(0, 60)
-            ),
-            min_size=1,
-            max_size=2,
-        ),
-    )
-    def force(self, name: str, grants: list[tuple[int, int, int]]) -> None:
-        """Arbitrary grants: held when they fit, refused (changing nothing) otherwise."""
-        if name not in self.index or not self.index.inventory(name).devices:
-            return
-        gpus = len(self.index.inventory(name).devices)
-        held = tuple(DeviceGrant(f"{name}-gpu{g % gpus}", m, c) for g, m, c in grants)
-        self._apply(PodAssignment(name, (held,)), 0, 0)
-
-    def _apply(self, assignment: PodAssignment, cpu_milli: int, memory_mib: int) -> None:
-        uid = f"pod{self.step}"
-        self.step += 1
-
-        def apply() -> None:
-            try:
-                self.index.apply(uid, assignment, cpu_milli=cpu_milli, memory_mib=memory_mib)
-            except AllocationError:
-                return
-            self.pods.append(uid)
-
-        self._change(apply)
-
-    @rule(which=st.integers(0, 30))
-    def release(self, which: int) -> None:
-        if self.pods:
-            uid = self.pods.pop(which % len(self.pods))
-            self._change(lambda: self.index.release(uid))
 
     @rule(
         data=st.data(),
