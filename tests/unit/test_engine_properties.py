@@ -31,6 +31,7 @@ from vgpu_extender.engine import (
     fit,
 )
 from vgpu_extender.engine.reference import reference_fit
+from vgpu_extender.policies import Planner, PlannerConfig
 
 PROPERTY_SETTINGS = settings(
     max_examples=80,
@@ -299,3 +300,36 @@ def test_fit_of_one_node_in_a_large_grid_agrees_with_the_reference(
         )
         assert one.feasible == reference_fit(index, request, [name]), name
         assert (name in one.rejections) != (name in one.feasible), name
+
+
+@PROPERTY_SETTINGS
+@given(
+    clusters(),
+    st.lists(requests(), max_size=4),
+    requests(),
+    st.booleans(),
+    st.sampled_from(["spread", "binpack"]),
+)
+def test_bind_placement_agrees_with_filter(
+    cluster: list[NodeInventory],
+    earlier: list[PodRequest],
+    request: PodRequest,
+    require_label: bool,
+    device_policy: str,
+) -> None:
+    # Bind places a pod by the device choice alone and asks filter only when that
+    # fails: sound only because the two agree on every node.
+    index = build(cluster)
+    for i, pod in enumerate(earlier):
+        verdict = choose_devices(index, pod, cluster[i % len(cluster)].name)
+        if isinstance(verdict, PodAssignment):
+            index.apply(f"p{i}", verdict, cpu_milli=pod.cpu_milli)
+    config = PlannerConfig(device_policy=device_policy, require_label=require_label)
+    planner = Planner(index, config=config)
+    for name in [n.name for n in cluster] + ["ghost"]:
+        placed = planner.place(request, name)
+        verdict = planner.filter(request, [name])
+        if name in verdict.feasible:
+            assert placed == planner.choose(request, name), name
+        else:
+            assert placed == verdict.rejections[name], name

@@ -2,7 +2,12 @@
 
 from __future__ import annotations
 
+import math
+
+import numpy as np
 import pytest
+from hypothesis import given
+from hypothesis import strategies as st
 
 from tests.support.builders import (
     make_container,
@@ -16,6 +21,7 @@ from vgpu_extender.domain import PodAssignment, PodRequest, Reason, Rejection
 from vgpu_extender.engine import ClusterIndex, FitResult
 from vgpu_extender.policies import Planner, PlannerConfig, UnknownPolicyError
 from vgpu_extender.policies.label_priority import DEFAULT_LABEL
+from vgpu_extender.policies.planner import _flat
 
 
 def cluster() -> ClusterIndex:
@@ -222,3 +228,10 @@ def test_observe_tells_each_of_the_pods_policies_once(
     )
     planner.observe(make_request(uid="u1", count=1, mem=1000))
     assert seen == expected
+
+
+@given(st.lists(st.sampled_from([0.0, 1.0, 2.5, math.nan, math.inf, -math.inf]), max_size=6))
+def test_flat_scores_are_told_as_by_the_plain_rule(values: list[float]) -> None:
+    # Flat: no finite score, or every finite score equal (the fallback policy decides).
+    finite = [v for v in values if math.isfinite(v)]
+    assert _flat(np.array(values, dtype=np.float64)) == (len(set(finite)) <= 1)

@@ -17,6 +17,7 @@ from vgpu_extender.domain import Device, DeviceUsage, NodeInventory, PodAssignme
 from vgpu_extender.engine.columns import UNLIMITED, DeviceColumns, IntVec
 from vgpu_extender.engine.fit_cache import FitCache
 from vgpu_extender.engine.rejection_cache import RejectionCache
+from vgpu_extender.engine.row_vectors import FloatVec, RowCompute, RowVectors
 
 #: Candidate lists at least this long are remembered by ``rows_of``; shorter ones cost
 #: less to look up than a comparison with a remembered list.
@@ -68,6 +69,7 @@ class ClusterIndex:
         #: Fit verdicts of recent request shapes and candidate lists, valid while their
         #: rows' stamps and the topology version hold.
         self.fit_cache = FitCache()
+        self._row_vectors = RowVectors()
 
     # ----------------------------------------------------------------- reading
     @property
@@ -99,6 +101,14 @@ class ClusterIndex:
             cached = (self._topology_version, build(self))
             self._static_vectors[key] = cached
         return cached[1]
+
+    def row_vector(self, key: Hashable, compute: RowCompute) -> FloatVec:
+        """A per-row vector derived from each row's own state only (its columns,
+        inventory and allocations), indexed by row up to ``row_span``: ``compute(index,
+        rows)`` gives the values of ``rows``, and runs only for rows changed since this
+        ``key`` last read them. Read only."""
+        span = max(self._row_span, 1)
+        return self._row_vectors.vector(key, self, self._stamps[:span], compute)
 
     @property
     def numa_values(self) -> tuple[int, ...]:

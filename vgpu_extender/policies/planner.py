@@ -110,6 +110,21 @@ class Planner:
         """The devices ``request`` gets on ``node`` under its device policy."""
         return choose_devices(self.index, request, node, self.device_policy(request).rank_devices)
 
+    def place(self, request: PodRequest, node: str) -> PodAssignment | Rejection:
+        """The devices ``request`` gets on ``node`` (bind's choice), or the reason
+        filter would give for rejecting the node.
+
+        The device choice succeeds exactly where fit finds the node feasible (a
+        property the engine's tests hold), so filter runs only when the choice fails,
+        or when filter has a rule of its own (required labels): a refusal then reads
+        exactly as filter's would, and a bind that fits costs one device choice.
+        """
+        chosen = self.choose(request, node)
+        if isinstance(chosen, PodAssignment) and not self.config.require_label:
+            return chosen
+        rejection = self.filter(request, [node]).rejections.get(node)
+        return rejection or chosen
+
     def best(
         self, request: PodRequest, candidates: Sequence[str], *, explain: bool = True
     ) -> tuple[str, PodAssignment] | FitResult:
@@ -149,5 +164,11 @@ class Planner:
 
 
 def _flat(raw: FloatVec) -> bool:
+    """Whether the finite scores are all equal (or there are none)."""
+    if not len(raw):
+        return True
+    low, high = raw.min(), raw.max()
+    if np.isfinite(low) and np.isfinite(high):  # the usual case: no mask, no copy
+        return bool(low == high)
     finite = raw[np.isfinite(raw)]
     return len(finite) == 0 or bool(finite.max() == finite.min())

@@ -74,7 +74,9 @@ class UsagePolicy:
     weights: DeviceWeights = DeviceWeights()
 
     def score_nodes(self, index: ClusterIndex, request: PodRequest, rows: IntVec) -> FloatVec:
-        return self.sign * node_usage_score(index, rows)
+        # The score reads only each row's own sums: remembered per row until it changes.
+        usage = index.row_vector(node_usage_score, node_usage_score)
+        return self.sign * usage.take(rows)
 
     def rank_devices(
         self, state: NodeState, container: ContainerRequest, candidates: Sequence[int]

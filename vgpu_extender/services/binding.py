@@ -207,10 +207,7 @@ class BindingService:
     # ----------------------------------------------------------------- step 2
     def _choose(self, args: BindRequest, request: PodRequest) -> PodAssignment:
         """The devices on the bind's node (under the cluster lock)."""
-        # Filter's verdict first, so a refusal reads exactly as filter's would.
-        verdict = self._cluster.planner.filter(request, [args.node])
-        rejection = verdict.rejections.get(args.node)
-        chosen = rejection or self._cluster.planner.choose(request, args.node)
+        chosen = self._cluster.planner.place(request, args.node)
         if not isinstance(chosen, PodAssignment):
             raise BindError(
                 f"bind {args.key}: node {args.node} cannot take the pod: {chosen.message()}"
