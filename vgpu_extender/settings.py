@@ -40,6 +40,9 @@ class Settings(BaseSettings):
     # State.
     database_url: str = "sqlite:///vgpu-extender.db"
     migrate_on_start: bool = True
+    #: Store connections kept open (as many more are opened for peaks). Each bind in
+    #: flight holds one while it writes, so this covers the bind workers and the rest.
+    database_pool_size: int = Field(default=40, ge=1, le=1000)
 
     # Placement.
     vendor: str = "nvidia"

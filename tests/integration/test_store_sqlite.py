@@ -77,3 +77,29 @@ def test_migrate_by_url_creates_the_file(tmp_path: Path) -> None:
         }
     engine.dispose()
     assert {"nodes", "devices", "allocations", "alembic_version"} <= tables
+
+
+def test_the_pool_keeps_as_many_connections_as_asked(tmp_path: Path) -> None:
+    # Binds in flight each hold a connection: every one of them goes back to the pool
+    # for the next bind, rather than being closed and opened again.
+    engine = make_engine(f"sqlite:///{tmp_path / 'pool.db'}", pool_size=12)
+    try:
+        held = [engine.connect() for _ in range(12)]
+        for connection in held:
+            connection.close()
+        assert engine.pool.checkedin() == 12
+        peak = [engine.connect() for _ in range(24)]  # as many more at a peak
+        for connection in peak:
+            connection.close()
+        assert engine.pool.checkedin() == 12
+    finally:
+        engine.dispose()
+
+
+def test_an_in_memory_database_keeps_its_own_pool() -> None:
+    engine = make_engine("sqlite://", pool_size=12)
+    try:
+        with engine.connect() as connection:
+            assert connection.exec_driver_sql("SELECT 1").scalar() == 1
+    finally:
+        engine.dispose()

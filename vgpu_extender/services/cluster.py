@@ -102,6 +102,11 @@ class ClusterState:
     def apply(self, uid: str, assignment: PodAssignment) -> None:
         """Record an assignment the store accepted (the store's check is the one that counts)."""
         with self.lock:
+            held = self.index.allocation(uid)
+            if held is not None and held.assignment == assignment:
+                # Already mirrored (assumed at bind, or seen before): the row and its
+                # stamp stay as they are, so remembered verdicts on it stay valid.
+                return
             self.index.release(uid)
             self._apply_unchecked(uid, assignment)
 

@@ -96,7 +96,7 @@ class Runtime:
             ),
             policy_options=PolicyOptions(priority_label=settings.priority_label),
         )
-        engine = store.make_engine(settings.database_url)
+        engine = store.make_engine(settings.database_url, pool_size=settings.database_pool_size)
         sessions = store.session_factory(engine)
         pods = PodCache(max_size=settings.filter_cache_size, ttl_s=settings.filter_cache_ttl_s)
         inventory = InventoryService(

@@ -50,14 +50,24 @@ def parse_url(url: str | URL) -> URL:
     return parsed
 
 
-def make_engine(url: str | URL = DEFAULT_URL, **engine_options: Any) -> Engine:
+def make_engine(
+    url: str | URL = DEFAULT_URL, *, pool_size: int | None = None, **engine_options: Any
+) -> Engine:
     """Create an engine configured for the store (pragmas, locking, pool checks).
 
-    ``engine_options`` go to ``create_engine`` (pool sizes, echo); the store's own
-    settings for the backend are applied on top. For SQLite, ``connect_args["timeout"]``
-    (seconds) sets how long a writer waits for the lock.
+    ``pool_size``: connections kept open for reuse, and as many more opened (and closed
+    after use) at peaks; an in-memory SQLite database has its own pool and ignores it.
+    Size it to the work done at once (binds in flight each hold a connection): a
+    connection opened per use costs more than the statements it runs.
+    ``engine_options`` go to ``create_engine`` (echo, other pool settings); the store's
+    own settings for the backend are applied on top. For SQLite,
+    ``connect_args["timeout"]`` (seconds) sets how long a writer waits for the lock.
     """
     parsed = parse_url(url)
+    in_memory = parsed.get_backend_name() == "sqlite" and parsed.database in (None, "", ":memory:")
+    if pool_size is not None and not in_memory:
+        engine_options.setdefault("pool_size", pool_size)
+        engine_options.setdefault("max_overflow", pool_size)
     if parsed.get_backend_name() == "sqlite":
         connect_args = dict(engine_options.pop("connect_args", {}))
         connect_args.setdefault("timeout", SQLITE_BUSY_TIMEOUT_S)
@@ -65,7 +75,7 @@ def make_engine(url: str | URL = DEFAULT_URL, **engine_options: Any) -> Engine:
         engine = create_engine(parsed, connect_args=connect_args, **engine_options)
         _configure_sqlite(
             engine,
-            in_memory=parsed.database in (None, "", ":memory:"),
+            in_memory=in_memory,
             busy_timeout_s=float(connect_args["timeout"]),
         )
         return engine
