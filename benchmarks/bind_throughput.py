@@ -15,19 +15,20 @@ does in its own goroutine: the bind goes to one of ``--binders`` threads (16 by
 default), each with its own keep-alive connection, and the next pod's filter starts at
 once, overlapping the binds in flight. A pod's cycle starts only once a binder is
 free, so at most that many binds are in flight; ``--binders 1`` makes the cycles
-strictly serial, for comparison. The extender's bind writes the store, annotates the
-pod, creates the Binding and records an Event.
+strictly serial, for comparison. The extender's bind writes the store and creates the
+Binding, which carries the device annotations.
 
-The client is lean (``http.client`` keep-alive, msgspec), as Go's is, so the numbers
-are the extender's. ``cycles_per_s`` is pods / wall time from the first filter to the
-last bind answered; ``median_ms`` and ``p99_ms`` are per pod, filter sent to bind
-answered (retries included). A few unmeasured pods warm the extender up first.
-With binds in flight, a node can fill up between a pod's filter and its bind (the
-extender learns of a placement only when its bind arrives): the bind is refused and
-the pod goes round again, as kube-scheduler requeues it; ``refused`` counts those.
-A pod refused five times, or a broken connection, fails the run; afterwards every pod
-must be bound, on the API server, to the host chosen for it and carry its device
-annotation, or the run fails. ``--quick`` is a smoke run (100
+The client is lean (``benchmarks.lean_http`` keep-alive connections, msgspec), as
+Go's is, so that on a small machine the cores go to the extender it measures.
+``cycles_per_s`` is pods / wall time from the first filter to the last bind answered;
+``median_ms`` and ``p99_ms`` are per pod, filter sent to bind answered (retries
+included). A few unmeasured pods warm the extender up first. With binds in flight, a
+node can fill up between a pod's filter and its bind (the extender learns of a
+placement only when its bind arrives): the bind is refused and the pod goes round
+again, as kube-scheduler requeues it; ``refused`` counts those. A pod refused five
+times, or a broken connection, fails the run; afterwards every pod must be bound, on
+the API server, to the host chosen for it and carry its device annotation, or the run
+fails. ``--quick`` is a smoke run (100
 nodes, 40 pods), not a measurement.
 
 Run: ``python -m benchmarks.bind_throughput [--binders N ...] [--json PATH] [--quick]``.
@@ -38,7 +39,6 @@ are skipped, with a warning, when none answers.
 from __future__ import annotations
 
 import argparse
-import http.client
 import os
 import queue
 import sys
@@ -52,12 +52,12 @@ from dataclasses import dataclass, replace
 from pathlib import Path
 from tempfile import TemporaryDirectory
 from typing import Any
-from urllib.parse import urlsplit
 
 import msgspec
 import sqlalchemy
 
 from benchmarks.common import argument_parser, median, percentile, print_table, write_json
+from benchmarks.lean_http import LeanConnection
 from tests.support.apiserver_process import ApiServerProcess
 from tests.support.server import bind_args, node_json, pod_json, spawn_extender, write_kubeconfig
 
@@ -65,7 +65,6 @@ GPUS = 8
 DEFAULT_BINDERS = 16
 ALLOCATED = "hami.io/vgpu-devices-allocated"
 DEFAULT_POSTGRES = "postgresql+psycopg://postgres@127.0.0.1:5432/test"
-JSON_HEADERS = {"Content-Type": "application/json"}
 NODES_TIMEOUT_S = 120.0
 #: Binds of one pod refused before the run fails (kube-scheduler would keep retrying).
 MAX_ATTEMPTS = 5
@@ -108,15 +107,12 @@ class Connection:
     """One keep-alive connection to the extender; anything but HTTP 200 raises."""
 
     def __init__(self, url: str) -> None:
-        address = urlsplit(url)
-        self._http = http.client.HTTPConnection(address.hostname or "", address.port, timeout=60)
+        self._http = LeanConnection(url)
 
     def post(self, path: str, body: bytes) -> bytes:
-        self._http.request("POST", path, body=body, headers=JSON_HEADERS)
-        response = self._http.getresponse()
-        data = response.read()
-        if response.status != 200:
-            raise RuntimeError(f"{path}: HTTP {response.status}: {data[:500]!r}")
+        status, data = self._http.post(path, body)
+        if status != 200:
+            raise RuntimeError(f"{path}: HTTP {status}: {data[:500]!r}")
         return data
 
     def close(self) -> None:
@@ -125,7 +121,8 @@ class Connection:
 
 def best_host(scores: Sequence[HostPriority]) -> str:
     """The highest score wins; ties go to the first name, so runs repeat."""
-    return min(scores, key=lambda s: (-s.Score, s.Host)).Host
+    top = max(s.Score for s in scores)
+    return min(s.Host for s in scores if s.Score == top)
 
 
 # ------------------------------------------------------------------------------ binding
