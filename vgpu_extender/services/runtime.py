@@ -52,10 +52,6 @@ def connect_kube(settings: Settings) -> KubeClient | None:
     return RealKubeClient.from_configuration(configuration)
 
 
-#: Binds in progress at once (each waits on the store and the API server).
-BIND_THREADS = 32
-
-
 @dataclass
 class Runtime:
     settings: Settings
@@ -72,9 +68,10 @@ class Runtime:
     sync: SyncService | None
     #: Where binds do their I/O (store, API server) off the event loop: a plain
     #: executor, whose hand-off costs less than the general-purpose thread pool's.
-    binds: ThreadPoolExecutor = field(
-        default_factory=lambda: ThreadPoolExecutor(BIND_THREADS, thread_name_prefix="vgpu-bind")
-    )
+    binds: ThreadPoolExecutor = field(init=False)
+
+    def __post_init__(self) -> None:
+        self.binds = ThreadPoolExecutor(self.settings.bind_workers, thread_name_prefix="vgpu-bind")
 
     @classmethod
     def build(
