@@ -5,7 +5,8 @@ at random, carry allocations on every GPU: a mix of whole-card and shared pods; 
 other half are idle), it times one scheduling decision's engine work:
 
 - ``filter``: which of all nodes fit, with a reason for every other node;
-- ``score``: the node policy's scores of the feasible nodes, scaled to 0..10.
+- ``score``: the node policy's scores of the feasible nodes, scaled to 0..10;
+- ``place`` (``place_median_ms``, apart): bind's device choice on one feasible node.
 
 The engine remembers, per request shape, whether each candidate of a list fits
 (``engine/fit_cache.py``) and why a node rejected it (``engine/rejection_cache.py``),
@@ -172,6 +173,9 @@ def time_case(
         cluster.index.set_cordoned(name, cluster.index.inventory(name).cordoned)
         return decide(i)
 
+    def place(i: int) -> object:
+        return planner.place(request, feasible_names[i % len(feasible_names)])
+
     def reference(i: int) -> list[int]:
         return reference_decision(cluster.index, request, lists[i % len(lists)])
 
@@ -183,6 +187,7 @@ def time_case(
     engine = measure(decide, repeat=50 if quick else 400)
     changed = measure(decide_changed, repeat=50 if quick else 400)
     cold = measure(decide_cold, repeat=50 if quick else 400)
+    placed = measure(place, repeat=50 if quick else 400)
     plain = measure(reference, repeat=3 if quick else 15, warmup=1, budget_s=10 if quick else 60)
     return {
         "case": case,
@@ -192,6 +197,7 @@ def time_case(
         "changed_median_ms": round(median(changed), 4),
         "cold_median_ms": round(median(cold), 4),
         "cold_p99_ms": round(percentile(cold, 99), 4),
+        "place_median_ms": round(median(placed), 4),
         "reference_median_ms": round(median(plain), 3),
         "speedup": round(median(plain) / median(engine), 1),
         "feasible": feasible,
@@ -214,6 +220,7 @@ def main(argv: Sequence[str] | None = None) -> int:
             "p99 ms",
             "changed median ms",
             "cold median ms",
+            "place median ms",
             "reference ms",
             "speedup",
         ),
@@ -227,6 +234,7 @@ def main(argv: Sequence[str] | None = None) -> int:
                 r["p99_ms"],
                 r["changed_median_ms"],
                 r["cold_median_ms"],
+                r["place_median_ms"],
                 r["reference_median_ms"],
                 f"{r['speedup']}x",
             )
