@@ -190,3 +190,24 @@ class IndexChanges(RuleBasedStateMachine):
         if self.pods:
             uid = self.pods.pop(which % len(self.pods))
             self._change(lambda: self.index.release(uid))
+
+
+class TopologyChanges(IndexChanges):
+    """``IndexChanges`` plus nodes that register, re-register or go."""
+
+    def register_nodes(self, nodes: list[NodeInventory], fillers: bool) -> None:
+        """The starting nodes; with ``fillers``, a grid large enough that a changed row
+        is judged on its own row."""
+        for node in nodes:
+            self.index.upsert_node(node)
+        if fillers:
+            for name in FILLERS:
+                self.index.upsert_node(make_node(name, 2, mem=4096, count=2))
+
+    @rule(node=inventories(), remove=st.booleans())
+    def topology(self, node: NodeInventory, remove: bool) -> None:
+        """A node registers, re-registers or goes (one rule: rows change more often)."""
+        if remove:
+            self._change(lambda: self.index.remove_node(node.name))
+        else:
+            self._change(lambda: self.index.upsert_node(node))

@@ -30,7 +30,7 @@ from tests.support.index_machine import (
     NAMES,
     REQUESTS,
     TWISTS,
-    IndexChanges,
+    TopologyChanges,
     inventories,
 )
 from vgpu_extender.domain import (
@@ -367,7 +367,7 @@ def index_wide(index: ClusterIndex) -> object:
     return index.types, where, sorted(numa), index.cols.rows, index.cols.slots
 
 
-class RememberedFitMachine(IndexChanges):
+class RememberedFitMachine(TopologyChanges):
     """Random index changes between fits; every fit is checked against a fresh one."""
 
     def __init__(self) -> None:
@@ -398,20 +398,8 @@ class RememberedFitMachine(IndexChanges):
         shapes: list[PodRequest],
         twists: list[Callable[[PodRequest], PodRequest]],
     ) -> None:
-        for node in nodes:
-            self.index.upsert_node(node)
-        if fillers:  # a grid large enough that a changed row is judged on its own row
-            for name in FILLERS:
-                self.index.upsert_node(make_node(name, 2, mem=4096, count=2))
+        self.register_nodes(nodes, fillers)
         self.shapes = shapes + [twist(shapes[0]) for twist in twists]
-
-    @rule(node=inventories(), remove=st.booleans())
-    def topology(self, node: NodeInventory, remove: bool) -> None:
-        """A node registers, re-registers or goes (one rule: rows change more often)."""
-        if remove:
-            self._change(lambda: self.index.remove_node(node.name))
-        else:
-            self._change(lambda: self.index.upsert_node(node))
 
     @rule(
         data=st.data(),

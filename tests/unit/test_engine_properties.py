@@ -143,6 +143,18 @@ def build(cluster: list[NodeInventory]) -> ClusterIndex:
     return index
 
 
+def with_earlier_pods(
+    index: ClusterIndex, cluster: list[NodeInventory], earlier: list[PodRequest]
+) -> ClusterIndex:
+    """``index`` with each of ``earlier`` placed, where it fits, on the cluster's nodes in
+    turn."""
+    for i, pod in enumerate(earlier):
+        verdict = choose_devices(index, pod, cluster[i % len(cluster)].name)
+        if isinstance(verdict, PodAssignment):
+            index.apply(f"p{i}", verdict, cpu_milli=pod.cpu_milli)
+    return index
+
+
 def columns(index: ClusterIndex) -> dict[str, np.ndarray]:
     cols = index.cols
     return {name: getattr(cols, name).copy() for name in (*cols._GRIDS, *cols._VECTORS)}
@@ -252,11 +264,7 @@ def test_columns_depend_only_on_what_is_held(
 def test_fit_agrees_with_reference_and_device_choice(
     cluster: list[NodeInventory], earlier: list[PodRequest], request: PodRequest
 ) -> None:
-    index = build(cluster)
-    for i, pod in enumerate(earlier):
-        verdict = choose_devices(index, pod, cluster[i % len(cluster)].name)
-        if isinstance(verdict, PodAssignment):
-            index.apply(f"p{i}", verdict, cpu_milli=pod.cpu_milli)
+    index = with_earlier_pods(build(cluster), cluster, earlier)
     names = [n.name for n in cluster] + ["ghost"]
     result = fit(
         index,
@@ -286,11 +294,7 @@ def test_fit_of_one_node_in_a_large_grid_agrees_with_the_reference(
     # Idle nodes fill the grid, so a single candidate is judged on its own row (bind's
     # case), not over the whole grid.
     fillers = [make_node(f"idle{i}", 1) for i in range(40)]
-    index = build(cluster + fillers)
-    for i, pod in enumerate(earlier):
-        verdict = choose_devices(index, pod, cluster[i % len(cluster)].name)
-        if isinstance(verdict, PodAssignment):
-            index.apply(f"p{i}", verdict, cpu_milli=pod.cpu_milli)
+    index = with_earlier_pods(build(cluster + fillers), cluster, earlier)
     for name in [n.name for n in cluster]:
         one = fit(
             index,
@@ -319,11 +323,7 @@ def test_bind_placement_agrees_with_filter(
 ) -> None:
     # Bind places a pod by the device choice alone and asks filter only when that
     # fails: sound only because the two agree on every node.
-    index = build(cluster)
-    for i, pod in enumerate(earlier):
-        verdict = choose_devices(index, pod, cluster[i % len(cluster)].name)
-        if isinstance(verdict, PodAssignment):
-            index.apply(f"p{i}", verdict, cpu_milli=pod.cpu_milli)
+    index = with_earlier_pods(build(cluster), cluster, earlier)
     config = PlannerConfig(device_policy=device_policy, require_label=require_label)
     planner = Planner(index, config=config)
     for name in [n.name for n in cluster] + ["ghost"]:

@@ -17,7 +17,7 @@ from hypothesis import strategies as st
 from hypothesis.stateful import initialize, rule
 
 from tests.support.builders import make_index, make_node, make_request, use
-from tests.support.index_machine import FILLERS, IndexChanges, inventories
+from tests.support.index_machine import TopologyChanges, inventories
 from vgpu_extender.domain import NodeInventory
 from vgpu_extender.engine import ClusterIndex
 from vgpu_extender.engine.columns import IntVec
@@ -98,7 +98,7 @@ def test_the_vector_handed_out_is_read_only() -> None:
 # ----------------------------------------------------------------- the property
 
 
-class RememberedScoreMachine(IndexChanges):
+class RememberedScoreMachine(TopologyChanges):
     """Random index changes; after each, the remembered usage scores equal fresh ones."""
 
     def __init__(self) -> None:
@@ -110,18 +110,7 @@ class RememberedScoreMachine(IndexChanges):
 
     @initialize(nodes=st.lists(inventories(), min_size=1, max_size=4), fillers=st.booleans())
     def register(self, nodes: list[NodeInventory], fillers: bool) -> None:
-        for node in nodes:
-            self.index.upsert_node(node)
-        if fillers:
-            for name in FILLERS:
-                self.index.upsert_node(make_node(name, 2, mem=4096, count=2))
-
-    @rule(node=inventories(), remove=st.booleans())
-    def topology(self, node: NodeInventory, remove: bool) -> None:
-        if remove:
-            self._change(lambda: self.index.remove_node(node.name))
-        else:
-            self._change(lambda: self.index.upsert_node(node))
+        self.register_nodes(nodes, fillers)
 
     @rule()
     def check_scores(self) -> None:
