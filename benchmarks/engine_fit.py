@@ -14,9 +14,9 @@ each until that node changes: ``median_ms`` is the steady state of a busy cluste
 where pod after pod of a shape meets mostly the same nodes, nothing changed between two
 decisions; ``changed_median_ms`` has one feasible node changed before each decision, as
 the previous pod's bind changes the node it lands on (the time includes that change);
-``cold_median_ms`` forgets every remembered verdict before each decision, so every
-candidate is judged and every rejected node explained afresh (the first pod of a new
-shape).
+``cold_median_ms`` forgets every remembered verdict and score before each decision,
+so every candidate is judged and scored and every rejected node explained afresh (the
+first pod of a new shape).
 
 Each repetition gets a freshly decoded candidate list, as a JSON request body would
 give it. The reference is ``engine/reference.py``'s plain loop plus a plain scoring
@@ -163,6 +163,7 @@ def time_case(
     def decide_cold(i: int) -> tuple[int, int]:
         cluster.index.rejection_cache.clear()
         cluster.index.fit_cache.clear()
+        cluster.index.row_vectors.clear()
         return decide(i)
 
     feasible_names = planner.filter(request, lists[0]).feasible

@@ -137,6 +137,15 @@ class Settings(BaseSettings):
             raise ValueError("tls_cert and tls_key must be given together")
         return self
 
+    @model_validator(mode="after")
+    def _pool_covers_binds(self) -> Settings:
+        if self.database_pool_size < self.bind_workers:
+            raise ValueError(
+                f"database_pool_size ({self.database_pool_size}) must be at least "
+                f"bind_workers ({self.bind_workers}): each bind in flight holds a connection"
+            )
+        return self
+
     @property
     def standalone(self) -> bool:
         """No Kubernetes: the demo always runs without a cluster."""

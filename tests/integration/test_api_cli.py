@@ -40,3 +40,10 @@ def test_migrate_creates_the_schema(tmp_path: Path) -> None:
     assert result.exit_code == 0, result.output
     assert store.schema_revision(url) == store.head_revision()
     assert store.head_revision() in result.output
+
+
+def test_a_pool_smaller_than_the_bind_workers_is_refused(monkeypatch: pytest.MonkeyPatch) -> None:
+    monkeypatch.setenv("VGPU_BIND_WORKERS", "64")
+    result = CliRunner().invoke(app, ["serve"])
+    assert result.exit_code != 0
+    assert "database_pool_size (40) must be at least bind_workers (64)" in result.output

@@ -1,8 +1,9 @@
 """Per-row vectors remembered by row stamp (``ClusterIndex.row_vector``).
 
 - Directly: the first read computes every row, a repeated read none, a changed row is
-  computed alone, rows added later are computed when first read, keys never share
-  values, and the vector handed out cannot be written.
+  computed alone, rows added later are computed when first read, a cleared vector
+  computes every row again, keys never share values, and the vector handed out cannot
+  be written.
 - A property (hypothesis, stateful): under random sequences of index changes, the
   remembered usage score of every row equals the score computed afresh, and the
   ``binpack`` and ``spread`` policies score exactly as the plain formula does.
@@ -78,6 +79,15 @@ def test_rows_added_later_are_computed_when_first_read() -> None:
     assert len(vector) == index.row_span
     assert sorted(compute.asked[1]) == [index.row_of(f"late{i}") for i in range(80)]
     np.testing.assert_array_equal(vector, node_usage_score(index, np.arange(index.row_span)))
+
+
+def test_cleared_vectors_compute_every_row_again() -> None:
+    index = cluster()
+    compute = Counting()
+    index.row_vector("usage", compute)
+    index.row_vectors.clear()
+    index.row_vector("usage", compute)
+    assert compute.asked == [list(range(6)), list(range(6))]
 
 
 def test_keys_do_not_share_values() -> None:

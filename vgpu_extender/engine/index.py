@@ -69,7 +69,9 @@ class ClusterIndex:
         #: Fit verdicts of recent request shapes and candidate lists, valid while their
         #: rows' stamps and the topology version hold.
         self.fit_cache = FitCache()
-        self._row_vectors = RowVectors()
+        #: Per-row values derived from each row's own state (node scores), valid while
+        #: their rows' stamps hold.
+        self.row_vectors = RowVectors()
 
     # ----------------------------------------------------------------- reading
     @property
@@ -108,7 +110,7 @@ class ClusterIndex:
         rows)`` gives the values of ``rows``, and runs only for rows changed since this
         ``key`` last read them. Read only."""
         span = max(self._row_span, 1)
-        return self._row_vectors.vector(key, self, self._stamps[:span], compute)
+        return self.row_vectors.vector(key, self, self._stamps[:span], compute)
 
     @property
     def numa_values(self) -> tuple[int, ...]:

@@ -47,13 +47,9 @@ class RowVectors:
 
     def __init__(self) -> None:
         self._held: dict[Hashable, _Held] = {}
-        #: Row values computed, over all keys (for tests and benchmarks).
-        self.computed = 0
-
-    def __len__(self) -> int:
-        return len(self._held)
 
     def clear(self) -> None:
+        """Forget every vector: the next reads compute every row."""
         self._held.clear()
 
     def vector(
@@ -72,7 +68,6 @@ class RowVectors:
         if len(moved):
             held.values[moved] = compute(index, moved)
             held.stamps[moved] = stamps[moved]
-            self.computed += len(moved)
         values = held.values[:span]
         values.flags.writeable = False
         return values
