@@ -28,8 +28,7 @@ placement only when its bind arrives): the bind is refused and the pod goes roun
 again, as kube-scheduler requeues it; ``refused`` counts those. A pod refused five
 times, or a broken connection, fails the run; afterwards every pod must be bound, on
 the API server, to the host chosen for it and carry its device annotation, or the run
-fails. ``--quick`` is a smoke run (100
-nodes, 40 pods), not a measurement.
+fails. ``--quick`` is a smoke run (100 nodes, 40 pods), not a measurement.
 
 Run: ``python -m benchmarks.bind_throughput [--binders N ...] [--json PATH] [--quick]``.
 PostgreSQL comes from ``VGPU_BENCH_POSTGRES_URL`` (default: the test server); its rows
