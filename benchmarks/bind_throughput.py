@@ -30,7 +30,10 @@ times, or a broken connection, fails the run; afterwards every pod must be bound
 the API server, to the host chosen for it and carry its device annotation, or the run
 fails. ``--quick`` is a smoke run (100 nodes, 40 pods), not a measurement.
 
-Run: ``python -m benchmarks.bind_throughput [--binders N ...] [--json PATH] [--quick]``.
+Run: ``python -m benchmarks.bind_throughput [--binders N ...] [--repeat N] [--json PATH]
+[--quick]``. ``--repeat`` runs every combination N times in alternating rounds and
+reports medians; ``cpu_gauge_ms`` (a fixed pure-Python loop, timed before each run)
+tells how fast the machine was.
 PostgreSQL comes from ``VGPU_BENCH_POSTGRES_URL`` (default: the test server); its rows
 are skipped, with a warning, when none answers.
 """
@@ -55,7 +58,14 @@ from typing import Any
 import msgspec
 import sqlalchemy
 
-from benchmarks.common import argument_parser, median, percentile, print_table, write_json
+from benchmarks.common import (
+    argument_parser,
+    cpu_gauge_ms,
+    median,
+    percentile,
+    print_table,
+    write_json,
+)
 from benchmarks.lean_http import LeanConnection
 from tests.support.apiserver_process import ApiServerProcess
 from tests.support.server import bind_args, node_json, pod_json, spawn_extender, write_kubeconfig
@@ -380,39 +390,84 @@ def postgres_database() -> Iterator[str | None]:
         admin.dispose()
 
 
-def run(size: Size, binders: Sequence[int]) -> list[dict[str, Any]]:
-    """One row per store and binder count, each on a fresh cluster and database."""
-    results: list[dict[str, Any]] = []
+STORES = ("sqlite", "postgresql")
+
+
+def run(size: Size, binders: Sequence[int], repeat: int = 1) -> list[dict[str, Any]]:
+    """One row per store and binder count, each run on a fresh cluster and database.
+
+    With ``repeat``, every combination runs that many times, in rounds (each round runs
+    every combination once, in the reverse order of the round before), so that a slow
+    spell of a shared machine falls on all of them alike; each row is then the median
+    of its runs (``summarise``).
+    """
+    combinations = [(store, count) for store in STORES for count in binders]
+    runs: dict[tuple[str, int], list[dict[str, Any]]] = {}
+    skipped: set[str] = set()
     with TemporaryDirectory() as tmp:
-        for store in ("sqlite", "postgresql"):
-            for count in binders:
-                folder = Path(tmp) / f"{store}-{count}"
+        for round_ in range(repeat):
+            order = combinations if round_ % 2 == 0 else combinations[::-1]
+            for store, count in order:
+                if store in skipped:
+                    continue
+                folder = Path(tmp) / f"{store}-{count}-{round_}"
                 folder.mkdir()
                 database: AbstractContextManager[str | None] = (
                     nullcontext(f"sqlite:///{folder / 'bench.db'}")
                     if store == "sqlite"
                     else postgres_database()
                 )
+                gauge = cpu_gauge_ms()
                 with database as url:
                     if url is None:
-                        break
+                        skipped.add(store)
+                        continue
                     measured = cycles(url, folder, size, count)
-                results.append(
-                    {
-                        "case": "filter+prioritize+bind",
-                        "store": store,
-                        "nodes": size.nodes,
-                        "mode": "names",
-                        "binders": count,
-                        "pods": len(measured.latencies_ms),
-                        "cycles_per_s": round(len(measured.latencies_ms) / measured.wall_s, 1),
-                        "median_ms": round(median(measured.latencies_ms), 3),
-                        "p99_ms": round(percentile(measured.latencies_ms, 99.0), 3),
-                        "refused": measured.refused,
-                        **extender_cpu(measured),
-                    }
+                runs.setdefault((store, count), []).append(
+                    row_of(store, count, size, measured, gauge)
                 )
-    return results
+    return [summarise(runs[key]) for key in combinations if key in runs]
+
+
+def row_of(store: str, count: int, size: Size, measured: Run, gauge: float) -> dict[str, Any]:
+    """One run's row."""
+    return {
+        "case": "filter+prioritize+bind",
+        "store": store,
+        "nodes": size.nodes,
+        "mode": "names",
+        "binders": count,
+        "pods": len(measured.latencies_ms),
+        "cycles_per_s": round(len(measured.latencies_ms) / measured.wall_s, 1),
+        "median_ms": round(median(measured.latencies_ms), 3),
+        "p99_ms": round(percentile(measured.latencies_ms, 99.0), 3),
+        "refused": measured.refused,
+        "cpu_gauge_ms": gauge,
+        **extender_cpu(measured),
+    }
+
+
+#: Fields that are the same in every run of one combination.
+_FIXED = ("case", "store", "nodes", "mode", "binders", "pods")
+
+
+def summarise(runs: Sequence[dict[str, Any]]) -> dict[str, Any]:
+    """The runs of one combination as one row: each measured field is the median of the
+    runs (``refused``: the total), ``runs`` counts them and ``cycles_per_s_runs`` lists
+    each run's rate in the order they ran."""
+    first = runs[0]
+    row: dict[str, Any] = {key: first[key] for key in _FIXED}
+    for key in first:
+        if key in _FIXED:
+            continue
+        values = [r[key] for r in runs if key in r]
+        if key == "refused":
+            row[key] = sum(values)
+        else:
+            row[key] = round(median(values), 3)
+    row["runs"] = len(runs)
+    row["cycles_per_s_runs"] = [r["cycles_per_s"] for r in runs]
+    return row
 
 
 def extender_cpu(run: Run) -> dict[str, float]:
@@ -445,18 +500,36 @@ def parse(argv: Sequence[str] | None) -> argparse.Namespace:
         metavar="N",
         help=f"binds in flight at once; one row per value (default {DEFAULT_BINDERS}, 1: serial)",
     )
+    parser.add_argument(
+        "--repeat",
+        type=int,
+        default=1,
+        metavar="N",
+        help="run every store and binder count N times, in alternating rounds; "
+        "each row is the median of its runs (default 1)",
+    )
     options = parser.parse_args(argv)
     if min(options.binders) < 1:
         parser.error("--binders: every value must be at least 1")
+    if options.repeat < 1:
+        parser.error("--repeat: must be at least 1")
     return options
+
+
+def _rate(row: dict[str, Any]) -> str:
+    rates = row["cycles_per_s_runs"]
+    if len(rates) == 1:
+        return f"{row['cycles_per_s']:.1f}"
+    return f"{row['cycles_per_s']:.1f} ({min(rates):.0f}-{max(rates):.0f})"
 
 
 def main(argv: Sequence[str] | None = None) -> int:
     options = parse(argv)
     size = QUICK if options.quick else FULL
-    results = run(size, options.binders)
+    results = run(size, options.binders, options.repeat)
+    runs = f", median of {options.repeat} runs (range)" if options.repeat > 1 else ""
     print_table(
-        f"bind cycles, {size.nodes} nodes x {GPUS} GPUs, test API server in its own process",
+        f"bind cycles, {size.nodes} nodes x {GPUS} GPUs, test API server in its own process{runs}",
         (
             "store",
             "binders",
@@ -469,13 +542,14 @@ def main(argv: Sequence[str] | None = None) -> int:
             "extender-bound cycles/s",
             "API server CPU ms/cycle",
             "client CPU ms/cycle",
+            "CPU gauge ms",
         ),
         [
             (
                 r["store"],
                 r["binders"],
                 r["pods"],
-                r["cycles_per_s"],
+                _rate(r),
                 r["median_ms"],
                 r["p99_ms"],
                 r["refused"],
@@ -483,6 +557,7 @@ def main(argv: Sequence[str] | None = None) -> int:
                 r.get("extender_bound_cycles_per_s", "n/a"),
                 r.get("apiserver_cpu_ms_per_cycle", "n/a"),
                 r.get("client_cpu_ms_per_cycle", "n/a"),
+                r["cpu_gauge_ms"],
             )
             for r in results
         ],

@@ -12,7 +12,9 @@ carrying the inventory annotation), it times:
   after the other and timed together, over HTTP: what one pod costs kube-scheduler;
 - on each ``filter`` row, ``in_process_filter_prioritize_*``: the same two requests
   handled in-process, decode to encoded answer, without HTTP: the server-side cost the
-  design budgets (~1 ms at 5,000 nodes, names mode).
+  design budgets (~1 ms at 5,000 nodes, names mode);
+- on every row, ``cpu_gauge_ms``: a fixed pure-Python loop timed first, which tells how
+  fast the machine was (compare runs only next to it).
 
 Goal at 5,000 nodes, names mode: filter + prioritize p99 <= 1.5 ms, and at most twice
 what two decode-only requests take (medians).
@@ -35,7 +37,15 @@ from typing import Any
 
 import msgspec
 
-from benchmarks.common import measure, median, parse_args, percentile, print_table, write_json
+from benchmarks.common import (
+    cpu_gauge_ms,
+    measure,
+    median,
+    parse_args,
+    percentile,
+    print_table,
+    write_json,
+)
 from benchmarks.engine_fit import GPUS, build_cluster
 
 SIZES = (100, 1_000, 5_000)
@@ -289,7 +299,10 @@ def main(argv: Sequence[str] | None = None) -> int:
         return client_main()
     options = parse_args(__doc__ or "", argv)
     started = time.perf_counter()
+    gauge = cpu_gauge_ms()
     results = run(SIZES[:2] if options.quick else SIZES, quick=options.quick)
+    for result in results:
+        result["cpu_gauge_ms"] = gauge
     rows = [
         (
             r["case"],
@@ -306,7 +319,7 @@ def main(argv: Sequence[str] | None = None) -> int:
     ]
     print_table(
         f"extender latency, {GPUS} GPUs per node, half allocated "
-        f"({time.perf_counter() - started:.0f} s)",
+        f"({time.perf_counter() - started:.0f} s, CPU gauge {gauge} ms)",
         (
             "case",
             "mode",

@@ -46,12 +46,17 @@ def test_quick_run_writes_one_row_per_store(
             "p99_ms",
             "refused",
             "client_cpu_ms_per_cycle",
+            "cpu_gauge_ms",
+            "runs",
+            "cycles_per_s_runs",
             *CPU_FIELDS,
         }
         assert row["case"] == "filter+prioritize+bind"
         assert (row["nodes"], row["mode"], row["binders"]) == (bench.QUICK.nodes, "names", 16)
         assert row["pods"] == bench.QUICK.pods
         assert row["cycles_per_s"] > 0
+        assert (row["runs"], row["cycles_per_s_runs"]) == (1, [row["cycles_per_s"]])
+        assert row["cpu_gauge_ms"] > 0
         assert 0 < row["median_ms"] <= row["p99_ms"]
         assert 0 <= row["refused"] < row["pods"]
         assert row["client_cpu_ms_per_cycle"] > 0
@@ -63,10 +68,31 @@ def test_quick_run_writes_one_row_per_store(
             )
 
 
-def test_binders_must_be_at_least_one() -> None:
+def test_binders_and_repeats_must_be_at_least_one() -> None:
     assert bench.parse(["--binders", "1", "16"]).binders == [1, 16]
+    assert bench.parse(["--repeat", "3"]).repeat == 3
     with pytest.raises(SystemExit):
         bench.parse(["--binders", "0"])
+    with pytest.raises(SystemExit):
+        bench.parse(["--repeat", "0"])
+
+
+def test_repeated_runs_make_one_row_of_medians() -> None:
+    fixed = {"case": "c", "store": "sqlite", "nodes": 10, "mode": "names", "binders": 16}
+    runs = [
+        {**fixed, "pods": 40, "cycles_per_s": 150.0, "p99_ms": 9.0, "refused": 1},
+        {**fixed, "pods": 40, "cycles_per_s": 210.0, "p99_ms": 5.0, "refused": 0},
+        {**fixed, "pods": 40, "cycles_per_s": 180.0, "p99_ms": 7.0, "refused": 2},
+    ]
+    assert bench.summarise(runs) == {
+        **fixed,
+        "pods": 40,
+        "cycles_per_s": 180.0,
+        "p99_ms": 7.0,
+        "refused": 3,
+        "runs": 3,
+        "cycles_per_s_runs": [150.0, 210.0, 180.0],
+    }
 
 
 def test_best_host_takes_the_highest_score_and_the_first_name_on_ties() -> None:
