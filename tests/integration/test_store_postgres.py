@@ -9,6 +9,7 @@ import pytest
 from sqlalchemy import Engine, create_engine, text
 from sqlalchemy.engine import make_url
 
+from tests.integration.driver_contract import DriverContract
 from tests.integration.store_contract import Db, StoreContract, emptied
 from vgpu_extender.store import make_engine, migrate
 
@@ -63,6 +64,10 @@ class TestPostgresStore(StoreContract):
     pass
 
 
+class TestPostgresDriver(DriverContract):
+    pass
+
+
 def test_reserve_waits_for_the_node_lock(db: Db) -> None:
     """A transaction holding the node row blocks a reservation on that node."""
     from sqlalchemy.exc import OperationalError
@@ -86,3 +91,37 @@ def test_reserve_waits_for_the_node_lock(db: Db) -> None:
             assert isinstance(caught.value.__cause__, OperationalError)
             session.rollback()
         holder.rollback()
+
+
+def test_a_connection_lost_mid_bind_fails_that_bind_only(db: Db, postgres_url: str) -> None:
+    """The server ends the bind's session between its statements: the reservation
+    fails with a StoreError naming it, nothing is written, and the next bind gets a
+    working connection from the pool."""
+    from sqlalchemy.exc import DBAPIError
+
+    from tests.integration.store_contract import NODE_A, do_reserve, grants, live, put_node
+    from vgpu_extender.store import StoreError, reserve
+
+    put_node(db, NODE_A)
+    admin = create_engine(postgres_url, isolation_level="AUTOCOMMIT")
+    try:
+        with (
+            pytest.raises(StoreError, match="store reserve") as caught,
+            db.engine.begin() as connection,
+        ):
+            backend = connection.exec_driver_sql("SELECT pg_backend_pid()").scalar()
+            with admin.connect() as other:
+                other.execute(text("SELECT pg_terminate_backend(:pid)"), {"pid": backend})
+            reserve(
+                connection,
+                pod_uid="lost",
+                namespace="ns",
+                name="lost",
+                assignment=grants("node-a", [("GPU-a0", 1000, 0)]),
+            )
+        cause = caught.value.__cause__
+        assert isinstance(cause, DBAPIError) and cause.connection_invalidated
+    finally:
+        admin.dispose()
+    do_reserve(db, "next", grants("node-a", [("GPU-a0", 1000, 0)]))
+    assert [row[0] for row in live(db)] == ["next"]

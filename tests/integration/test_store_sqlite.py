@@ -8,6 +8,7 @@ from pathlib import Path
 import pytest
 from sqlalchemy import Engine, text
 
+from tests.integration.driver_contract import DriverContract
 from tests.integration.store_contract import Db, StoreContract, emptied
 from vgpu_extender.store import make_engine, migrate
 
@@ -33,6 +34,10 @@ def unmigrated(tmp_path: Path) -> Iterator[Engine]:
 
 
 class TestSqliteStore(StoreContract):
+    pass
+
+
+class TestSqliteDriver(DriverContract):
     pass
 
 

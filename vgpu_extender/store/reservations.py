@@ -28,8 +28,11 @@ from sqlalchemy import (
     select,
     union_all,
 )
+from sqlalchemy.sql import ClauseElement
+from sqlalchemy.sql.elements import BindParameter
 
 from vgpu_extender.domain import Device, DeviceGrant, PodAssignment, Reason
+from vgpu_extender.store import driver
 from vgpu_extender.store.capacity import HeldGrant, committed_by_grants, find_misfit
 from vgpu_extender.store.database import Unit, begin_immediate
 from vgpu_extender.store.errors import (
@@ -41,45 +44,63 @@ from vgpu_extender.store.errors import (
 from vgpu_extender.store.models import Base
 from vgpu_extender.store.records import LIVE_STATES, AllocationState
 
-# Every bind runs these, so they are plain Core statements on the tables, built once:
-# no ORM objects to hydrate, only the columns the checks read.
+# Every bind runs these, so they are plain Core statements on the tables, compiled once
+# per dialect and run as the driver's SQL (``store.driver``): no ORM objects to hydrate,
+# no compilation or type layers per execution, only the columns the checks read.
 _nodes = Base.metadata.tables["nodes"]
 _devices = Base.metadata.tables["devices"]
 _allocations = Base.metadata.tables["allocations"]
+_a = _allocations.c
+_d = _devices.c
 _RELEASED = AllocationState.RELEASED.value
 _NO_INT = cast(null(), Integer)
 _NO_BOOL = cast(null(), Boolean)
-
-_LOCK_NODE = (
-    select(_nodes.c.id, _nodes.c.cordoned, _nodes.c.problem)
-    .where(_nodes.c.name == bindparam("name"))
-    .with_for_update()
-)
-_a = _allocations.c
-_d = _devices.c
-# After the node's lock, one read: the devices asked for, each with the live grants on
-# it (a device without any comes once, with NULL grant columns), and then the pod's
-# own rows wherever they are (released ones, or live ones that make the bind a repeat).
-_DEVICES_AND_HELD = union_all(
-    select(
-        _d.uuid, _d.count, _d.memory_mib, _d.cores, _d.healthy,
-        _a.pod_uid, _a.node, _a.init, _a.memory_mib, _a.cores, _a.state,
-    )
-    .select_from(
-        _devices.outerjoin(
-            _allocations, and_(_a.device_uuid == _d.uuid, _a.state.in_(LIVE_STATES))
-        )
-    )
-    .where(_d.node_id == bindparam("node_id"), _d.uuid.in_(bindparam("uuids"))),
-    select(
-        _a.device_uuid, _NO_INT, _NO_INT, _NO_INT, _NO_BOOL,
-        _a.pod_uid, _a.node, _a.init, _a.memory_mib, _a.cores, _a.state,
-    ).where(_a.pod_uid == bindparam("pod_uid")),
+_LIVE: list[BindParameter[str]] = [
+    bindparam(f"live_{i}", state) for i, state in enumerate(LIVE_STATES)
+]
+_INSERTED = (
+    "pod_uid", "namespace", "pod_name", "node", "device_uuid", "container_index", "init",
+    "memory_mib", "cores", "state", "created_at", "updated_at", "bound_at", "released_at",
 )  # fmt: skip
-_DROP_RELEASED = delete(_allocations).where(
-    _a.pod_uid == bindparam("pod_uid"), _a.state == _RELEASED
-)
-_INSERT = insert(_allocations)
+
+
+def _lock_node_statement() -> ClauseElement:
+    return (
+        select(_nodes.c.id, _nodes.c.cordoned, _nodes.c.problem)
+        .where(_nodes.c.name == bindparam("name"))
+        .with_for_update()
+    )
+
+
+def _devices_and_held_statement(count: int) -> ClauseElement:
+    """After the node's lock, one read: the ``count`` devices asked for (parameters
+    ``uuid_0``...), each with the live grants on it (a device without any comes once,
+    with NULL grant columns), and then the pod's own rows wherever they are (released
+    ones, or live ones that make the bind a repeat)."""
+    uuids: list[BindParameter[str]] = [bindparam(f"uuid_{i}") for i in range(count)]
+    return union_all(
+        select(
+            _d.uuid, _d.count, _d.memory_mib, _d.cores, _d.healthy,
+            _a.pod_uid, _a.node, _a.init, _a.memory_mib, _a.cores, _a.state,
+        )
+        .select_from(
+            _devices.outerjoin(_allocations, and_(_a.device_uuid == _d.uuid, _a.state.in_(_LIVE)))
+        )
+        .where(_d.node_id == bindparam("node_id"), _d.uuid.in_(uuids)),
+        select(
+            _a.device_uuid, _NO_INT, _NO_INT, _NO_INT, _NO_BOOL,
+            _a.pod_uid, _a.node, _a.init, _a.memory_mib, _a.cores, _a.state,
+        ).where(_a.pod_uid == bindparam("pod_uid")),
+    )  # fmt: skip
+
+
+def _drop_released_statement() -> ClauseElement:
+    return delete(_allocations).where(_a.pod_uid == bindparam("pod_uid"), _a.state == _RELEASED)
+
+
+def _insert_statement() -> ClauseElement:
+    # inline: no RETURNING of the new ids, which nothing reads.
+    return insert(_allocations).values({name: bindparam(name) for name in _INSERTED}).inline()
 
 
 @dataclass(frozen=True, slots=True)
@@ -153,10 +174,12 @@ class _LockedNode:
 
 
 def _lock_node(connection: Connection, name: str) -> _LockedNode:
-    row = connection.execute(_LOCK_NODE, {"name": name}).first()
-    if row is None:
+    rows = driver.fetch_all(
+        connection, driver.prepared(connection, "lock node", _lock_node_statement), {"name": name}
+    )
+    if not rows:
         raise StoreConflict(f"node {name} is not registered", reason=Reason.UNKNOWN_NODE, node=name)
-    node_id, cordoned, problem = row
+    node_id, cordoned, problem = rows[0]
     return _LockedNode(name, node_id, frozenset(cordoned), problem or "")
 
 
@@ -178,9 +201,14 @@ def _read_node_state(
     devices: dict[str, Device] = {}
     held: list[HeldGrant] = []
     released = False
-    rows = connection.execute(
-        _DEVICES_AND_HELD, {"node_id": node.id, "uuids": list(uuids), "pod_uid": pod_uid}
+    statement = driver.prepared(
+        connection,
+        ("devices and held", len(uuids)),
+        lambda: _devices_and_held_statement(len(uuids)),
     )
+    values: dict[str, object] = {"node_id": node.id, "pod_uid": pod_uid}
+    values.update((f"uuid_{i}", uuid) for i, uuid in enumerate(uuids))
+    rows = driver.fetch_all(connection, statement, values)
     for uuid, count, memory, cores, healthy, uid, on_node, init, used, busy, state in rows:
         if count is not None and uuid not in devices:
             devices[uuid] = Device(
@@ -243,10 +271,12 @@ def _write(
     if released:
         # Released rows are history of an earlier placement of the same pod; they
         # would collide with the new rows on (pod_uid, container_index, device_uuid).
-        connection.execute(_DROP_RELEASED, {"pod_uid": pod_uid})
+        drop = driver.prepared(connection, "drop released", _drop_released_statement)
+        driver.execute(connection, drop, [{"pod_uid": pod_uid}])
     bound_at = now if state is AllocationState.BOUND else None
-    connection.execute(
-        _INSERT,
+    driver.execute(
+        connection,
+        driver.prepared(connection, "insert allocations", _insert_statement),
         [
             {
                 "pod_uid": pod_uid,
