@@ -8,6 +8,7 @@ from __future__ import annotations
 from datetime import timedelta
 from typing import Any
 
+import pytest
 from sqlalchemy import Connection, bindparam, event, insert, select
 
 from tests.integration.store_contract import NODE_A, T0, Db, do_reserve, gpu, grants, put_node
@@ -115,3 +116,8 @@ class DriverContract:
             event.remove(db.engine, "before_cursor_execute", record)
         # Lock the node, read its devices and grants, insert the rows.
         assert seen[-3:] == ["SELECT", "SELECT", "INSERT"]
+
+    def test_a_statement_rendered_per_execution_is_refused_at_compile(self, db: Db) -> None:
+        query = select(_allocations.c.pod_uid).where(_allocations.c.state.in_(["a", "b"]))
+        with db.engine.connect() as connection, pytest.raises(ValueError, match="at execution"):
+            driver.DriverStatement.compile(query, connection.dialect)

@@ -49,6 +49,10 @@ class DriverStatement:
         compiled = statement.compile(dialect=dialect)
         if not isinstance(compiled, SQLCompiler):
             raise TypeError(f"not a SQL statement: {statement!r}")
+        if compiled.post_compile_params or compiled.literal_execute_params:
+            # Rendered per execution by SQLAlchemy (an IN list's items): compile one
+            # statement per list length, with a parameter per item, instead.
+            raise ValueError(f"statement has parameters rendered at execution: {compiled}")
         binds: dict[str, Processor] = {}
         for name, parameter in compiled.binds.items():
             processor = parameter.type.dialect_impl(dialect).bind_processor(dialect)
