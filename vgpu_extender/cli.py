@@ -85,7 +85,7 @@ def serve(
     if settings.tls_cert is not None and settings.tls_key is not None:
         ssl = {"ssl_certfile": str(settings.tls_cert), "ssl_keyfile": str(settings.tls_key)}
     uvicorn.run(
-        create_app(settings),
+        create_app(settings, freeze_gc=True),
         host=settings.host,
         port=settings.port,
         log_level=settings.log_level.lower(),

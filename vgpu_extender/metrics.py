@@ -12,6 +12,7 @@ one process, as in the tests, never share or clash over series.
 
 from __future__ import annotations
 
+import gc
 import logging
 import platform
 from collections.abc import Callable, Iterable, Iterator, Mapping, Sequence
@@ -233,6 +234,12 @@ class Metrics:
             "1 while this replica holds the leader Lease (always 0 without leader election)",
             registry=registry,
         )
+        frozen = Gauge(
+            "vgpu_extender_gc_frozen_objects",
+            "Objects kept out of the garbage collector's full passes since start-up",
+            registry=registry,
+        )
+        frozen.set_function(gc.get_freeze_count)
         info = Gauge(
             "vgpu_extender_build_info",
             "Version of the running extender",

@@ -6,6 +6,7 @@ a test passes its own ``Settings`` and, when it wants one, its own ``KubeClient`
 
 from __future__ import annotations
 
+import gc
 from collections.abc import AsyncIterator, Callable
 from contextlib import asynccontextmanager
 from datetime import datetime
@@ -36,16 +37,35 @@ class ExtenderApp(FastAPI):
         await extender.answer(verb, self, scope, receive, send)
 
 
+def freeze_startup_objects() -> None:
+    """Take every object alive once the runtime has started out of the cycle
+    collector's full passes.
+
+    A full collection walks every object the process holds, with every thread stopped
+    (the GIL): with 1,000 nodes loaded that is about 240,000 objects (the libraries'
+    modules and classes, the index, the caches) and 0.2 s without an answer to
+    kube-scheduler. Almost all of them live as long as the process, so the collector
+    need not look at them again; it goes on collecting everything made afterwards.
+    The garbage of start-up is collected first, so none of it is kept.
+    """
+    gc.collect()
+    gc.freeze()
+
+
 def create_app(
     settings: Settings | None = None,
     *,
     kube: KubeClient | None = None,
     clock: Callable[[], datetime] | None = None,
+    freeze_gc: bool = False,
 ) -> FastAPI:
     """The extender's HTTP app.
 
     ``kube`` replaces the client the settings would connect (in-cluster config or a
     kubeconfig); without either the extender runs standalone. ``clock`` is for tests.
+    ``freeze_gc`` (for the process that serves the app, as ``vgpu-extender serve``
+    does) freezes the objects alive once the runtime has started
+    (:func:`freeze_startup_objects`) and unfreezes them when it stops.
     """
     resolved = settings if settings is not None else Settings()
 
@@ -60,9 +80,13 @@ def create_app(
             await run_in_threadpool(runtime.stop)
             raise
         app.state.runtime = runtime
+        if freeze_gc:
+            freeze_startup_objects()
         try:
             yield
         finally:
+            if freeze_gc:
+                gc.unfreeze()
             await run_in_threadpool(runtime.stop)
 
     app = ExtenderApp(
