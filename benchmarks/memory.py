@@ -7,14 +7,20 @@ Each case runs in a fresh process, so the numbers are that process's own:
 - ``runtime``: the extender's runtime started on a SQLite store holding the same
   cluster, with the index rebuilt from the store, as ``serve`` does on start.
 
+Each case also times one full garbage collection with everything loaded
+(``full_gc_ms``, over ``tracked_objects``: every thread waits that long) and one after
+the live objects are frozen as ``serve`` freezes them (``full_gc_frozen_ms``).
+
 Run: ``python -m benchmarks.memory [--json PATH] [--quick]`` (``--quick``: 500 nodes).
 """
 
 from __future__ import annotations
 
+import gc
 import json
 import subprocess
 import sys
+import time
 from collections.abc import Sequence
 from datetime import UTC, datetime
 from pathlib import Path
@@ -134,12 +140,38 @@ def child(case: str, nodes: int, url: str) -> dict[str, Any]:
         index = runtime.cluster.index
         loaded = {"nodes": len(index), "allocations": sum(1 for _ in index.allocations())}
         keep = runtime
-    import gc
-
     gc.collect()
     current, peak = rss_mb()
+    pauses = full_collection_pauses()
     del keep
-    return {"case": case, **loaded, "rss_mb": round(current, 1), "peak_rss_mb": round(peak, 1)}
+    return {
+        "case": case,
+        **loaded,
+        "rss_mb": round(current, 1),
+        "peak_rss_mb": round(peak, 1),
+        **pauses,
+    }
+
+
+def full_collection_pauses() -> dict[str, Any]:
+    """How long a full garbage collection stops the process with everything loaded,
+    and how long once the live objects are frozen as ``serve`` freezes them."""
+    from vgpu_extender.api.app import freeze_startup_objects
+
+    tracked = len(gc.get_objects())
+    started = time.perf_counter()
+    gc.collect()
+    full_ms = 1000.0 * (time.perf_counter() - started)
+    freeze_startup_objects()
+    started = time.perf_counter()
+    gc.collect()
+    frozen_ms = 1000.0 * (time.perf_counter() - started)
+    gc.unfreeze()
+    return {
+        "tracked_objects": tracked,
+        "full_gc_ms": round(full_ms, 1),
+        "full_gc_frozen_ms": round(frozen_ms, 2),
+    }
 
 
 def run(nodes: int) -> list[dict[str, Any]]:
@@ -171,8 +203,20 @@ def main(argv: Sequence[str] | None = None) -> int:
     print_table(
         f"Resident memory ({nodes} nodes x {GPUS} GPUs, {nodes * PODS_PER_NODE} pods; "
         f"goal <= {GOAL_MB:.0f} MB)",
-        ["case", "nodes", "allocations", "rss MB", "peak MB"],
-        [[r["case"], r["nodes"], r["allocations"], r["rss_mb"], r["peak_rss_mb"]] for r in results],
+        ["case", "nodes", "allocations", "rss MB", "peak MB", "objects", "full GC ms", "frozen ms"],
+        [
+            [
+                r["case"],
+                r["nodes"],
+                r["allocations"],
+                r["rss_mb"],
+                r["peak_rss_mb"],
+                r["tracked_objects"],
+                r["full_gc_ms"],
+                r["full_gc_frozen_ms"],
+            ]
+            for r in results
+        ],
     )
     write_json(args.json, "memory", results)
     return 0

@@ -42,10 +42,11 @@ def freeze_startup_objects() -> None:
     collector's full passes.
 
     A full collection walks every object the process holds, with every thread stopped
-    (the GIL): with 1,000 nodes loaded that is about 240,000 objects (the libraries'
-    modules and classes, the index, the caches) and 0.2 s without an answer to
-    kube-scheduler. Almost all of them live as long as the process, so the collector
-    need not look at them again; it goes on collecting everything made afterwards.
+    (the GIL): with 5,000 nodes and 50,000 allocations loaded that is about 590,000
+    objects (the libraries' modules and classes, the index) and 0.2 s without an
+    answer to kube-scheduler (``benchmarks/memory.py``). Almost all of them live as
+    long as the process, so the collector need not look at them again; it goes on
+    collecting everything made afterwards.
     The garbage of start-up is collected first, so none of it is kept.
     """
     gc.collect()

@@ -41,7 +41,8 @@ class DriverStatement:
     fixed: Mapping[str, Any]
     #: The column type's bind processor for each parameter that has one.
     binds: Mapping[str, Processor]
-    #: The column type's result processor for each selected column (``None``: as is).
+    #: The column type's result processor for each selected column (``None``: as is);
+    #: empty when no column has one.
     results: tuple[Processor | None, ...]
 
     @classmethod
@@ -64,6 +65,8 @@ class DriverStatement:
                 column.type.dialect_impl(dialect).result_processor(dialect, None)
                 for column in statement.selected_columns
             )
+        if not any(results):
+            results = ()  # rows come as the driver gives them
         order = tuple(compiled.positiontup or ()) if dialect.positional else None
         fixed = {
             name: parameter.value
@@ -115,7 +118,7 @@ def fetch_all(
 ) -> list[tuple[Any, ...]]:
     """Run a query in the connection's transaction; its rows, converted."""
     rows = connection.exec_driver_sql(statement.sql, statement.parameters(values)).fetchall()
-    if not any(statement.results):
+    if not statement.results:
         return [tuple(row) for row in rows]
     return [statement.row(row) for row in rows]
 

@@ -1,0 +1,26 @@
+"""The memory benchmark's quick run: its rows, and the full-collection pause it times."""
+
+from __future__ import annotations
+
+import json
+from pathlib import Path
+
+from benchmarks import memory as bench
+
+
+def test_quick_run_measures_each_case_and_the_pause_freezing_removes(tmp_path: Path) -> None:
+    out = tmp_path / "memory.json"
+
+    assert bench.main(["--quick", "--json", str(out)]) == 0
+
+    written = json.loads(out.read_text())
+    assert written["benchmark"] == "memory"
+    rows = {row["case"]: row for row in written["results"]}
+    assert list(rows) == ["imports", "engine", "runtime"]
+    assert (rows["runtime"]["nodes"], rows["runtime"]["allocations"]) == (500, 5000)
+    for row in rows.values():
+        assert row["rss_mb"] > 0
+        # Every case holds at least the modules' objects, and a full pass once they
+        # are frozen is a small fraction of one over them all.
+        assert row["tracked_objects"] >= rows["imports"]["tracked_objects"]
+        assert row["full_gc_frozen_ms"] < row["full_gc_ms"] / 2
