@@ -73,8 +73,11 @@ class Settings(BaseSettings):
     node_lock_timeout_s: float = Field(default=300.0, gt=0)
     bind_retries: int = Field(default=3, ge=1, le=20)
     #: Binds doing their I/O (store, API server) at once, each on a thread of its own;
-    #: more wait their turn. ``database_pool_size`` must be at least this.
-    bind_workers: int = Field(default=32, ge=1, le=256)
+    #: more wait their turn. Each thread competes with filter and prioritize for the
+    #: interpreter lock, so more than the binds in flight need costs cycles per second;
+    #: raise it when the API server is slow (8 binds at 20 ms each: 400 binds/s).
+    #: ``database_pool_size`` must be at least this.
+    bind_workers: int = Field(default=8, ge=1, le=256)
     #: Also record a ``BindingSucceed`` Event per bound pod, as HAMi does. Off by
     #: default: kube-scheduler records its own ``Scheduled`` Event for every pod an
     #: extender binds, so this doubles the Event writes for no new fact. Failures are

@@ -22,6 +22,7 @@ from vgpu_extender.domain import Device, DeviceGrant, NodeInventory, PodAssignme
 from vgpu_extender.store import (
     AllocationState,
     AlreadyAllocated,
+    Reservation,
     StoreConflict,
     StoreError,
     StoreInputError,
@@ -38,6 +39,7 @@ from vgpu_extender.store import (
     release,
     remove_node,
     reserve,
+    reserve_all,
     schema_revision,
     session_factory,
     upsert_node,
@@ -592,3 +594,165 @@ class StoreContract:
         for _uid, device, memory, _cores, _state in live(db):
             per_device[device] = per_device.get(device, 0) + memory
         assert per_device == {"GPU-a0": 6000, "GPU-a1": 6000}
+
+    # ------------------------------------------------------------ reserve_all
+    def test_reserve_all_checks_each_pod_against_those_before_it(self, db: Db) -> None:
+        """8192 MiB on GPU-a0: 5000 fits, 4000 more does not, 3000 more does."""
+        put_node(db)
+        pods = [
+            _pod("p1", grants("node-a", [("GPU-a0", 5000, 0)])),
+            _pod("p2", grants("node-a", [("GPU-a0", 4000, 0)])),
+            _pod("p3", grants("node-a", [("GPU-a0", 3000, 0)])),
+            _pod("p4", grants("node-a", [("GPU-a1", 1000, 10)])),
+        ]
+        refusals = _reserve_all(db, pods)
+        assert refusals[0] is None and refusals[2] is None and refusals[3] is None
+        refused = refusals[1]
+        assert isinstance(refused, StoreConflict)
+        assert refused.reason is Reason.MEMORY
+        assert "memory 9000/8192 MiB" in str(refused)
+        assert str(refused).startswith("store reserve: ")
+        assert sorted(live(db)) == [
+            ("p1", "GPU-a0", 5000, 0, AllocationState.RESERVED),
+            ("p3", "GPU-a0", 3000, 0, AllocationState.RESERVED),
+            ("p4", "GPU-a1", 1000, 10, AllocationState.RESERVED),
+        ]
+        with db.factory() as session:
+            stored = assignments(session)
+        assert stored["p1"].meta.name == "pod-p1"
+        assert stored["p4"].assignment == pods[3].assignment
+
+    def test_reserve_all_counts_what_is_committed(self, db: Db) -> None:
+        put_node(db)
+        do_reserve(db, "old", grants("node-a", [("GPU-a0", 6000, 0)]))
+        refusals = _reserve_all(
+            db,
+            [
+                _pod("p1", grants("node-a", [("GPU-a0", 3000, 0)])),
+                _pod("p2", grants("node-a", [("GPU-a0", 2192, 0)])),
+            ],
+        )
+        assert isinstance(refusals[0], StoreConflict) and refusals[0].reason is Reason.MEMORY
+        assert refusals[1] is None
+        assert sorted(row[0] for row in live(db)) == ["old", "p2"]
+
+    def test_reserve_all_refuses_a_pod_already_allocated_and_writes_the_others(
+        self, db: Db
+    ) -> None:
+        put_node(db)
+        do_reserve(db, "p1", grants("node-a", [("GPU-a0", 1000, 0)]))
+        refusals = _reserve_all(
+            db,
+            [
+                _pod("p1", grants("node-a", [("GPU-a1", 1000, 0)])),
+                _pod("p2", grants("node-a", [("GPU-a1", 1000, 0)])),
+                _pod("p2", grants("node-a", [("GPU-a0", 1000, 0)])),  # the same pod again
+            ],
+        )
+        assert isinstance(refusals[0], AlreadyAllocated) and refusals[0].state == "reserved"
+        assert refusals[1] is None
+        assert isinstance(refusals[2], AlreadyAllocated) and refusals[2].pod_uid == "p2"
+        assert sorted(live(db)) == [
+            ("p1", "GPU-a0", 1000, 0, AllocationState.RESERVED),
+            ("p2", "GPU-a1", 1000, 0, AllocationState.RESERVED),
+        ]
+
+    def test_reserve_all_counts_a_refused_pods_live_rows_for_the_others(self, db: Db) -> None:
+        """A pod refused as already allocated still holds its devices."""
+        put_node(db)
+        do_reserve(db, "p1", grants("node-a", [("GPU-a0", 8000, 0)]))
+        refusals = _reserve_all(
+            db,
+            [
+                _pod("p1", grants("node-a", [("GPU-a0", 8000, 0)])),
+                _pod("p2", grants("node-a", [("GPU-a0", 1000, 0)])),
+            ],
+        )
+        assert isinstance(refusals[0], AlreadyAllocated)
+        assert isinstance(refusals[1], StoreConflict) and refusals[1].reason is Reason.MEMORY
+
+    def test_reserve_all_replaces_released_rows_of_its_pods(self, db: Db) -> None:
+        put_node(db)
+        do_reserve(db, "p1", grants("node-a", [("GPU-a0", 1000, 0)]))
+        do_reserve(db, "p2", grants("node-a", [("GPU-a1", 1000, 0)]))
+        with db.factory.begin() as session:
+            release(session, pod_uid="p1")
+            release(session, pod_uid="p2")
+        refusals = _reserve_all(
+            db,
+            [
+                _pod("p1", grants("node-a", [("GPU-a0", 2000, 0)])),
+                _pod("p2", grants("node-a", [("GPU-a1", 2000, 0)])),
+                _pod("p3", grants("node-a", [("GPU-a1", 2000, 0)])),
+            ],
+        )
+        assert refusals == [None, None, None]
+        assert sorted(live(db)) == [
+            ("p1", "GPU-a0", 2000, 0, AllocationState.RESERVED),
+            ("p2", "GPU-a1", 2000, 0, AllocationState.RESERVED),
+            ("p3", "GPU-a1", 2000, 0, AllocationState.RESERVED),
+        ]
+
+    @pytest.mark.parametrize("count", [1, 2, 3, 5, 9])
+    def test_reserve_all_takes_any_number_of_pods_and_devices(self, db: Db, count: int) -> None:
+        """The read is compiled per padded list length: every count reads right."""
+        devices = tuple(gpu(f"GPU-a{i}", index=i, count=2) for i in range(count))
+        put_node(db, NodeInventory(name="node-a", devices=devices))
+        pods = [_pod(f"p{i}", grants("node-a", [(f"GPU-a{i}", 100, 0)])) for i in range(count)]
+        crowded = _pod("extra", grants("node-a", [(f"GPU-a{i}", 1, 0) for i in range(count)]))
+        one_more = _pod("third", grants("node-a", [(f"GPU-a{count - 1}", 1, 0)]))
+        refusals = _reserve_all(db, [*pods, crowded, one_more])
+        # Two slots per device: the pod and "extra" fill each; "third" finds no slot.
+        assert refusals[:-1] == [None] * (count + 1)
+        assert isinstance(refusals[-1], StoreConflict) and refusals[-1].reason is Reason.SLOTS
+        assert len(live(db)) == 2 * count
+
+    def test_reserve_all_refuses_every_pod_on_an_unknown_node(self, db: Db) -> None:
+        put_node(db)
+        pods = [
+            _pod("p1", grants("node-x", [("GPU-x0", 1000, 0)])),
+            _pod("p2", grants("node-x", [("GPU-x1", 1000, 0)])),
+        ]
+        refusals = _reserve_all(db, pods)
+        assert all(
+            isinstance(r, StoreConflict) and r.reason is Reason.UNKNOWN_NODE for r in refusals
+        )
+        assert "node node-x is not registered" in str(refusals[0])
+        assert live(db) == []
+
+    def test_reserve_all_refuses_a_malformed_pod_alone(self, db: Db) -> None:
+        put_node(db)
+        refusals = _reserve_all(
+            db,
+            [
+                _pod("", grants("node-a", [("GPU-a0", 1000, 0)])),
+                _pod("p2", grants("node-a", [("GPU-a0", 1000, 0)])),
+            ],
+        )
+        assert isinstance(refusals[0], StoreInputError) and refusals[0].field == "pod_uid"
+        assert str(refusals[0]).startswith("store reserve: ")
+        assert refusals[1] is None
+        assert [row[0] for row in live(db)] == ["p2"]
+
+    def test_reserve_all_refuses_pods_of_several_nodes(self, db: Db) -> None:
+        put_node(db)
+        pods = [
+            _pod("p1", grants("node-a", [("GPU-a0", 1000, 0)])),
+            _pod("p2", grants("node-b", [("GPU-b0", 1000, 0)])),
+        ]
+        with pytest.raises(StoreInputError, match="must be for one node") as caught:
+            _reserve_all(db, pods)
+        assert caught.value.field == "reservations"
+        assert live(db) == []
+
+    def test_reserve_all_of_nothing_writes_nothing(self, db: Db) -> None:
+        assert _reserve_all(db, []) == []
+
+
+def _pod(uid: str, assignment: PodAssignment) -> Reservation:
+    return Reservation(uid, "ns", f"pod-{uid}", assignment)
+
+
+def _reserve_all(db: Db, pods: Sequence[Reservation]) -> list[StoreError | None]:
+    with db.engine.begin() as connection:
+        return reserve_all(connection, pods, now=T0)

@@ -198,3 +198,80 @@ def test_a_choice_the_store_refuses_is_taken_back(
 
     assert running.runtime.cluster.index.allocation(whole["metadata"]["uid"]) is None
     assert running.verb("/filter", args(whole, [NODE]))["NodeNames"] == [NODE]
+
+
+def test_binds_queued_behind_a_write_go_in_one_transaction(
+    extender: StartExtender,
+    apiserver: FakeApiServer,
+    real_kube: RealKubeClient,
+) -> None:
+    running = _start(extender, apiserver, real_kube)
+    pods = [apiserver.add_pod(make_pod(f"p{i}", mem=1000, cores=5)) for i in range(4)]
+    for pod in pods:
+        assert running.verb("/filter", args(pod, [NODE]))["NodeNames"] == [NODE]
+    inserts: list[int] = []
+
+    def count(_conn: Any, _cursor: Any, statement: str, parameters: Any, *_: Any) -> None:
+        if statement.lstrip().upper().startswith("INSERT INTO ALLOCATIONS"):
+            rows = parameters if isinstance(parameters, list) else [parameters]
+            inserts.append(len(rows))
+
+    engine = running.runtime.engine
+    with _held_insert(running) as (reached, release), ThreadPoolExecutor(4) as pool:
+        event.listen(engine, "before_cursor_execute", count)
+        answers = [pool.submit(running.verb, "/bind", bind_args(pods[0], NODE))]
+        assert reached.wait(30)
+        answers += [pool.submit(running.verb, "/bind", bind_args(p, NODE)) for p in pods[1:]]
+        eventually(
+            lambda: running.runtime.binding.waiting(NODE) == 3,
+            "the other binds queued for the node's turn",
+        )
+        release.set()
+        assert [a.result(30) for a in answers] == [{"Error": ""}] * 4
+    event.remove(engine, "before_cursor_execute", count)
+    # The held bind's own insert, then one insert of the three queued behind it.
+    assert inserts == [1, 3]
+    assert running.runtime.binding.waiting(NODE) == 0
+    for pod in pods:
+        bound = apiserver.get_pod("default", pod["metadata"]["name"])
+        assert bound["spec"]["nodeName"] == NODE
+        assert "hami.io/vgpu-devices-allocated" in bound["metadata"]["annotations"]
+
+
+def test_a_failed_transaction_fails_only_the_binds_in_it(
+    extender: StartExtender,
+    apiserver: FakeApiServer,
+    real_kube: RealKubeClient,
+) -> None:
+    running = _start(extender, apiserver, real_kube)
+    pods = [apiserver.add_pod(make_pod(f"p{i}", mem=1000, cores=5)) for i in range(3)]
+    for pod in pods:
+        assert running.verb("/filter", args(pod, [NODE]))["NodeNames"] == [NODE]
+    reached, release = threading.Event(), threading.Event()
+    failed: list[bool] = []
+
+    def fail_first(_conn: Any, _cursor: Any, statement: str, *_: Any) -> None:
+        if statement.lstrip().upper().startswith("INSERT INTO ALLOCATIONS") and not failed:
+            failed.append(True)
+            reached.set()
+            release.wait(30)
+            raise RuntimeError("the store is gone")
+
+    engine = running.runtime.engine
+    event.listen(engine, "before_cursor_execute", fail_first)
+    try:
+        with ThreadPoolExecutor(3) as pool:
+            first = pool.submit(running.verb, "/bind", bind_args(pods[0], NODE))
+            assert reached.wait(30)
+            rest = [pool.submit(running.verb, "/bind", bind_args(p, NODE)) for p in pods[1:]]
+            eventually(lambda: running.runtime.binding.waiting(NODE) == 2, "the others queued")
+            release.set()
+            assert "the store is gone" in first.result(30)["Error"]
+            assert [a.result(30) for a in rest] == [{"Error": ""}] * 2
+    finally:
+        release.set()
+        event.remove(engine, "before_cursor_execute", fail_first)
+    index = running.runtime.cluster.index
+    assert index.allocation(pods[0]["metadata"]["uid"]) is None
+    assert all(index.allocation(p["metadata"]["uid"]) is not None for p in pods[1:])
+    assert apiserver.get_pod("default", "p0")["spec"].get("nodeName") is None

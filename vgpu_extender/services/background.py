@@ -86,12 +86,14 @@ class BatchWorker(Generic[_T]):
     def _gather(self, first: _T) -> tuple[list[_T], bool]:
         """``first`` and what follows it within the batch and the linger; whether the
         stop sign came among them."""
+        if self._linger_s > 0:
+            # Sleep through the linger, then take what came: waiting on the queue
+            # instead would wake this thread once for every item.
+            time.sleep(self._linger_s)
         items = [first]
-        deadline = time.monotonic() + self._linger_s
         while len(items) < self._batch:
-            wait = deadline - time.monotonic()
             try:
-                item = self._queue.get(timeout=wait) if wait > 0 else self._queue.get_nowait()
+                item = self._queue.get_nowait()
             except queue.Empty:
                 break
             if item is None:

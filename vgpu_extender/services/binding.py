@@ -5,9 +5,10 @@
    at once, so the next pods' filters see them. For a pod filter has seen this is the
    ``claim``, made the moment the bind arrives and before any I/O (kube-scheduler
    sends the next pod's filter without waiting for this bind). Then, binds to one
-   node taking turns, in one store transaction: lock the node's row, re-check the fit
-   against what is committed, insert the rows. When another replica got there first
-   the index learns the node from the store and the choice is made again.
+   node taking turns (``batching``: the binds queued for a node go in one turn), in
+   one store transaction: lock the node's row, re-check each pod's fit against what
+   is committed and the pods before it, insert the rows. When another replica got
+   there first the index learns the node from the store and the choice is made again.
 3. Under HAMi's node lock when configured, create the Binding with the pod UID and
    HAMi's annotations (the API server sets them on the pod in the same update as its
    node). Then queue the pod to have its rows marked bound (and, when configured, a
@@ -32,6 +33,7 @@ from vgpu_extender import store
 from vgpu_extender.domain import PodAssignment, PodRequest, RequestError
 from vgpu_extender.kube import AlreadyBound, EventType, KubeClient, KubeError, NodeLock
 from vgpu_extender.kube import objects as kobj
+from vgpu_extender.services.batching import Batches
 from vgpu_extender.services.bound_marker import BoundMarker
 from vgpu_extender.services.cluster import ClusterState
 from vgpu_extender.services.event_recorder import EventRecorder
@@ -89,6 +91,27 @@ class Claim:
 NO_CLAIM = Claim()
 
 
+@dataclass(slots=True)
+class _Pending:
+    """A bind waiting for its turn at the store, and then what came of it."""
+
+    args: BindRequest
+    request: PodRequest
+    claim: Claim
+    assignment: PodAssignment | None = None
+    #: Why it was not written.
+    error: str = ""
+    #: The store's last refusal, when it is to be chosen again.
+    refused: str = ""
+
+    @property
+    def settled(self) -> bool:
+        return self.assignment is not None or bool(self.error)
+
+    def fail(self, message: str) -> None:
+        self.assignment, self.error = None, message
+
+
 class BindingService:
     def __init__(
         self,
@@ -118,6 +141,7 @@ class BindingService:
         self._node_lock = node_lock
         self._retries = retries
         self._clock = clock
+        self._writes: Batches[_Pending] = Batches(self._reserve_batch)
 
     def claim(self, args: BindRequest) -> Claim:
         """Choose the devices now, in memory only, for a pod filter has seen; anything
@@ -162,6 +186,10 @@ class BindingService:
         if not error:
             self._pods.pop(args.uid)
         return error
+
+    def waiting(self, node: str) -> int:
+        """Binds to ``node`` waiting for their turn at the store."""
+        return self._writes.waiting(node)
 
     # ----------------------------------------------------------------- step 1
     def _request(self, args: BindRequest) -> PodRequest:
@@ -215,57 +243,111 @@ class BindingService:
         return chosen
 
     def _reserve(self, args: BindRequest, request: PodRequest, claim: Claim) -> PodAssignment:
-        with self._cluster.binding_to(args.node):
-            return self._reserve_on_node(args, request, claim)
+        pending = _Pending(args, request, claim)
+        self._writes.submit(args.node, pending)
+        if pending.assignment is None:
+            raise BindError(pending.error or f"bind {args.key}: not written")
+        return pending.assignment
 
-    def _reserve_on_node(
-        self, args: BindRequest, request: PodRequest, claim: Claim
-    ) -> PodAssignment:
-        last = ""
-        for _attempt in range(self._retries):
-            if claim.assignment is not None:
-                chosen, assumed = claim.assignment, claim.assumed
-                claim = NO_CLAIM  # a retry chooses afresh
-            else:
-                with self._cluster.lock:
-                    chosen = self._choose(args, request)
-                    # Filters of the next pods see these devices taken from now on.
-                    assumed = self._cluster.assume(args.uid, chosen)
-            try:
-                with self._engine.begin() as connection:
-                    store.reserve(
-                        connection,
-                        pod_uid=args.uid,
-                        namespace=args.namespace,
-                        name=args.pod_name,
-                        assignment=chosen,
-                        now=self._clock(),
-                    )
-                    if self._kube is None:
-                        store.mark_bound(connection, pod_uid=args.uid, now=self._clock())
-            except store.AlreadyAllocated as exc:
-                self._forget(args, assumed)
-                if not self._drop_stale_reservation(args, exc):
-                    raise BindError(f"bind {args.key}: {exc.detail}") from None
-                last = exc.detail
-                continue
-            except store.StoreConflict as exc:
-                # Another replica (or an import) changed the node: learn it and choose again.
-                self._forget(args, assumed)
-                last = exc.detail
-                self._cluster.refresh_node(self._sessions, args.node)
-                continue
-            except BaseException as exc:
-                self._forget(args, assumed)
+    def _reserve_batch(self, node: str, batch: list[_Pending]) -> None:
+        """Write the rows of binds to ``node`` in one transaction (their turn at the
+        node); those the store refuses because the node changed meanwhile are chosen
+        again, after learning the node from the store, up to ``retries`` rounds."""
+        remaining = batch
+        try:
+            for _attempt in range(self._retries):
+                remaining = self._reserve_round(node, remaining)
+                if not remaining:
+                    return
+        except BaseException as exc:
+            for pending in batch:  # the others in the batch learn it too
+                if not pending.settled:
+                    pending.fail(f"bind {pending.args.key}: {type(exc).__name__}: {exc}")
+            raise
+        for pending in remaining:
+            pending.fail(f"bind {pending.args.key}: node {node} no longer fits: {pending.refused}")
+
+    def _reserve_round(self, node: str, batch: list[_Pending]) -> list[_Pending]:
+        """One transaction for ``batch``; returns the binds to choose for again."""
+        chosen = self._choices(batch)
+        if not chosen:
+            return []
+        try:
+            with self._engine.begin() as connection:
+                refusals = store.reserve_all(
+                    connection,
+                    [
+                        store.Reservation(p.args.uid, p.args.namespace, p.args.pod_name, a)
+                        for p, a, _ in chosen
+                    ],
+                    now=self._clock(),
+                )
+                if self._kube is None:
+                    written = [
+                        p.args.uid
+                        for (p, _, _), r in zip(chosen, refusals, strict=True)
+                        if r is None
+                    ]
+                    store.mark_many_bound(connection, pod_uids=written, now=self._clock())
+        except BaseException as exc:
+            for pending, _, assumed in chosen:
+                self._forget(pending.args, assumed)
                 if isinstance(exc, store.StoreError):
-                    raise BindError(f"bind {args.key}: {exc}") from None
-                raise
-            # Recorded again even when assumed: a node refresh meanwhile may have dropped it.
-            self._cluster.apply(args.uid, chosen)
-            with self._cluster.lock:
-                self._cluster.planner.observe(request)
-            return chosen
-        raise BindError(f"bind {args.key}: node {args.node} no longer fits: {last}")
+                    pending.fail(f"bind {pending.args.key}: {exc}")
+            if isinstance(exc, store.StoreError):
+                return []
+            raise
+        again: list[_Pending] = []
+        changed = False
+        for (pending, assignment, assumed), refusal in zip(chosen, refusals, strict=True):
+            if refusal is None:
+                # Recorded again even when assumed: a node refresh meanwhile may have
+                # dropped it.
+                self._cluster.apply(pending.args.uid, assignment)
+                with self._cluster.lock:
+                    self._cluster.planner.observe(pending.request)
+                pending.assignment = assignment
+                continue
+            self._forget(pending.args, assumed)
+            if isinstance(refusal, store.AlreadyAllocated):
+                try:
+                    dropped = self._drop_stale_reservation(pending.args, refusal)
+                except store.StoreError as exc:
+                    pending.fail(f"bind {pending.args.key}: {exc}")
+                    continue
+                if not dropped:
+                    pending.fail(f"bind {pending.args.key}: {refusal.detail}")
+                    continue
+            elif isinstance(refusal, store.StoreConflict):
+                # Another replica (or an import) changed the node: learn it, choose again.
+                changed = True
+            else:
+                pending.fail(f"bind {pending.args.key}: {refusal}")
+                continue
+            pending.refused = refusal.detail
+            again.append(pending)
+        if changed:
+            self._cluster.refresh_node(self._sessions, node)
+        return again
+
+    def _choices(self, batch: list[_Pending]) -> list[tuple[_Pending, PodAssignment, bool]]:
+        """Each bind's devices: those claimed on arrival, or (on a retry, or without a
+        claim) chosen now and marked taken, so the next pods' filters see them."""
+        chosen: list[tuple[_Pending, PodAssignment, bool]] = []
+        for pending in batch:
+            claim, pending.claim = pending.claim, NO_CLAIM  # a retry chooses afresh
+            if claim.assignment is not None:
+                chosen.append((pending, claim.assignment, claim.assumed))
+                continue
+            try:
+                with self._cluster.lock:
+                    assignment = self._choose(pending.args, pending.request)
+                    assumed = self._cluster.assume(pending.args.uid, assignment)
+            except BindError as exc:
+                pending.fail(str(exc))
+                continue
+            chosen.append((pending, assignment, assumed))
+        return chosen
 
     def _forget(self, args: BindRequest, assumed: bool) -> None:
         """Take back a choice the store did not accept."""

@@ -9,8 +9,7 @@ from __future__ import annotations
 
 import logging
 import threading
-from collections.abc import Iterable, Iterator
-from contextlib import contextmanager
+from collections.abc import Iterable
 
 from sqlalchemy.orm import Session, sessionmaker
 
@@ -39,24 +38,6 @@ class ClusterState:
         self.planner_config = planner_config or PlannerConfig()
         self.planner = Planner(self.index, self.registry, self.planner_config)
         self.lock = threading.RLock()
-        self._binds: dict[str, threading.Lock] = {}
-        self._binds_lock = threading.Lock()
-
-    @contextmanager
-    def binding_to(self, node: str) -> Iterator[None]:
-        """Held by a bind while it writes its rows to the store (and chooses again,
-        should the store refuse the first choice).
-
-        kube-scheduler binds asynchronously, often several pods to one node at once:
-        their devices were chosen one after the other on arrival (each seeing the ones
-        before), and here they reach the store one at a time, so a retry after a
-        conflict chooses in the light of every write before it. Binds to different
-        nodes do not wait for each other.
-        """
-        with self._binds_lock:
-            guard = self._binds.setdefault(node, threading.Lock())
-        with guard:
-            yield
 
     # ----------------------------------------------------------------- loading
     def load(self, sessions: sessionmaker[Session]) -> tuple[int, int]:

@@ -25,6 +25,7 @@ from vgpu_extender.store.records import (
     StoredPod,
 )
 from vgpu_extender.store.repository import (
+    Reservation,
     assignments,
     delete_reservation,
     expire_reservations,
@@ -37,6 +38,7 @@ from vgpu_extender.store.repository import (
     release,
     remove_node,
     reserve,
+    reserve_all,
     upsert_node,
 )
 
@@ -47,6 +49,7 @@ __all__ = [
     "AllocationState",
     "AlreadyAllocated",
     "PodMeta",
+    "Reservation",
     "StoreConflict",
     "StoreError",
     "StoreInputError",
@@ -68,6 +71,7 @@ __all__ = [
     "release",
     "remove_node",
     "reserve",
+    "reserve_all",
     "schema_revision",
     "session_factory",
     "upsert_node",

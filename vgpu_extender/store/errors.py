@@ -73,6 +73,17 @@ class AlreadyAllocated(StoreConflict):
         )
 
 
+_E = TypeVar("_E", bound=StoreError)
+
+
+def name_operation(error: _E, operation: str) -> _E:
+    """``error`` with ``operation`` named in it, unless it names one already."""
+    if not error.operation:
+        error.operation = operation
+        error.args = (f"store {operation}: {error.args[0]}",)
+    return error
+
+
 def store_operation(operation: str) -> Callable[[Callable[_P, _R]], Callable[_P, _R]]:
     """Name the operation in every error leaving the decorated function.
 
@@ -86,9 +97,7 @@ def store_operation(operation: str) -> Callable[[Callable[_P, _R]], Callable[_P,
             try:
                 return func(*args, **kwargs)
             except StoreError as exc:
-                if not exc.operation:
-                    exc.operation = operation
-                    exc.args = (f"store {operation}: {exc.args[0]}",)
+                name_operation(exc, operation)
                 raise
             except SQLAlchemyError as exc:
                 first_line = str(exc).splitlines()[0] if str(exc) else type(exc).__name__

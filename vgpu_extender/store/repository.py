@@ -16,9 +16,15 @@ from vgpu_extender.store.allocations import (
     release,
 )
 from vgpu_extender.store.nodes import load_inventories, remove_node, upsert_node
-from vgpu_extender.store.reservations import import_assignment, reserve
+from vgpu_extender.store.reservations import (
+    Reservation,
+    import_assignment,
+    reserve,
+    reserve_all,
+)
 
 __all__ = [
+    "Reservation",
     "assignments",
     "delete_reservation",
     "expire_reservations",
@@ -31,5 +37,6 @@ __all__ = [
     "release",
     "remove_node",
     "reserve",
+    "reserve_all",
     "upsert_node",
 ]

@@ -7,6 +7,10 @@ sessions, processes and replicas: ``SELECT ... FOR UPDATE`` on PostgreSQL, the
 against what is committed on the devices it asks for (a device's grants are only
 written under its node's lock); an import records a fact and only checks that the
 devices exist on the node.
+
+Binds to one node queue for its lock, so ``reserve_all`` takes the pods waiting for a
+node in one transaction: one lock, one read, one insert, one commit, each pod checked
+against what is committed and the pods accepted before it.
 """
 
 from __future__ import annotations
@@ -38,7 +42,9 @@ from vgpu_extender.store.database import Unit, begin_immediate
 from vgpu_extender.store.errors import (
     AlreadyAllocated,
     StoreConflict,
+    StoreError,
     StoreInputError,
+    name_operation,
     store_operation,
 )
 from vgpu_extender.store.models import Base
@@ -72,12 +78,13 @@ def _lock_node_statement() -> ClauseElement:
     )
 
 
-def _devices_and_held_statement(count: int) -> ClauseElement:
-    """After the node's lock, one read: the ``count`` devices asked for (parameters
-    ``uuid_0``...), each with the live grants on it (a device without any comes once,
-    with NULL grant columns), and then the pod's own rows wherever they are (released
-    ones, or live ones that make the bind a repeat)."""
-    uuids: list[BindParameter[str]] = [bindparam(f"uuid_{i}") for i in range(count)]
+def _devices_and_held_statement(uuid_count: int, pod_count: int) -> ClauseElement:
+    """After the node's lock, one read: the devices asked for (parameters ``uuid_0``...),
+    each with the live grants on it (a device without any comes once, with NULL grant
+    columns), and then the pods' own rows (``pod_0``...) wherever they are (released
+    ones, or live ones that make the bind a repeat), with NULL device columns."""
+    uuids: list[BindParameter[str]] = [bindparam(f"uuid_{i}") for i in range(uuid_count)]
+    pods: list[BindParameter[str]] = [bindparam(f"pod_{i}") for i in range(pod_count)]
     return union_all(
         select(
             _d.uuid, _d.count, _d.memory_mib, _d.cores, _d.healthy,
@@ -90,8 +97,17 @@ def _devices_and_held_statement(count: int) -> ClauseElement:
         select(
             _a.device_uuid, _NO_INT, _NO_INT, _NO_INT, _NO_BOOL,
             _a.pod_uid, _a.node, _a.init, _a.memory_mib, _a.cores, _a.state,
-        ).where(_a.pod_uid == bindparam("pod_uid")),
+        ).where(_a.pod_uid.in_(pods)),
     )  # fmt: skip
+
+
+def _padded(values: Sequence[str]) -> list[str]:
+    """``values`` repeated up to a power-of-two length: an ``IN`` list is compiled once
+    per length, so this bounds the statements compiled to a few per dialect."""
+    size = 1
+    while size < len(values):
+        size *= 2
+    return [*values, *[values[-1]] * (size - len(values))]
 
 
 def _drop_released_statement() -> ClauseElement:
@@ -185,64 +201,80 @@ def _lock_node(connection: Connection, name: str) -> _LockedNode:
 
 @dataclass(frozen=True, slots=True)
 class _NodeState:
-    """What a write on a locked node reads: its devices among those asked for, the
-    live grants of other pods on them, and whether the pod has released rows."""
+    """What a write on a locked node reads: its devices among those asked for, every
+    live grant on them, and the live and released rows of the pods being written."""
 
     devices: dict[str, Device]
     held: list[HeldGrant]
-    released: bool
+    #: Pods among those written that hold live rows: uid -> (node, state).
+    live: dict[str, tuple[str, str]]
+    #: Pods among those written that have released rows (history to drop).
+    released: set[str]
+
+    def already_allocated(self, pod_uid: str) -> AlreadyAllocated | None:
+        if pod_uid not in self.live:
+            return None
+        node, state = self.live[pod_uid]
+        return AlreadyAllocated(pod_uid, node=node, state=state)
 
 
 def _read_node_state(
-    connection: Connection, node: _LockedNode, *, pod_uid: str, uuids: Sequence[str]
+    connection: Connection, node: _LockedNode, *, pod_uids: Sequence[str], uuids: Sequence[str]
 ) -> _NodeState:
-    """Read after the lock, so it is current. Raises ``AlreadyAllocated`` when the pod
-    itself holds live rows."""
+    """Read after the lock, so it is current."""
     devices: dict[str, Device] = {}
     held: list[HeldGrant] = []
-    released = False
+    live: dict[str, tuple[str, str]] = {}
+    released: set[str] = set()
+    uuid_list, pod_list = _padded(uuids), _padded(pod_uids)
     statement = driver.prepared(
         connection,
-        ("devices and held", len(uuids)),
-        lambda: _devices_and_held_statement(len(uuids)),
+        ("devices and held", len(uuid_list), len(pod_list)),
+        lambda: _devices_and_held_statement(len(uuid_list), len(pod_list)),
     )
-    values: dict[str, object] = {"node_id": node.id, "pod_uid": pod_uid}
-    values.update((f"uuid_{i}", uuid) for i, uuid in enumerate(uuids))
+    values: dict[str, object] = {"node_id": node.id}
+    values.update((f"uuid_{i}", uuid) for i, uuid in enumerate(uuid_list))
+    values.update((f"pod_{i}", uid) for i, uid in enumerate(pod_list))
     rows = driver.fetch_all(connection, statement, values)
     for uuid, count, memory, cores, healthy, uid, on_node, init, used, busy, state in rows:
-        if count is not None and uuid not in devices:
+        if count is None:  # one of the pods' own rows
+            if state == _RELEASED:
+                released.add(uid)
+            else:
+                live[uid] = (on_node, state)
+            continue
+        if uuid not in devices:
             devices[uuid] = Device(
                 uuid=uuid, count=count, memory_mib=memory, cores=cores, healthy=healthy
             )
-        if uid is None:
-            continue  # a device nothing is granted on
-        if uid != pod_uid:
+        if uid is not None:  # None: a device nothing is granted on
             held.append(HeldGrant(uid, uuid, init, used, busy))
-        elif state == _RELEASED:
-            released = True
-        else:
-            raise AlreadyAllocated(pod_uid, node=on_node, state=state)
-    return _NodeState(devices, held, released)
+    return _NodeState(devices, held, live, released)
 
 
-def _check_fit(node: _LockedNode, assignment: PodAssignment, state: _NodeState) -> None:
-    if node.problem:
-        raise StoreConflict(
-            f"node {node.name} has no usable inventory: {node.problem}",
-            reason=Reason.INVENTORY,
-            node=node.name,
-        )
+def _unusable(node: _LockedNode) -> StoreConflict | None:
+    if not node.problem:
+        return None
+    return StoreConflict(
+        f"node {node.name} has no usable inventory: {node.problem}",
+        reason=Reason.INVENTORY,
+        node=node.name,
+    )
+
+
+def _misfit(
+    node: _LockedNode, assignment: PodAssignment, devices: dict[str, Device], held: list[HeldGrant]
+) -> StoreConflict | None:
     misfit = find_misfit(
         node=node.name,
-        devices=state.devices,
+        devices=devices,
         cordoned=node.cordoned,
-        committed=committed_by_grants(state.held),
+        committed=committed_by_grants(held),
         assignment=assignment,
     )
-    if misfit is not None:
-        raise StoreConflict(
-            misfit.message, reason=misfit.reason, node=node.name, device=misfit.device
-        )
+    if misfit is None:
+        return None
+    return StoreConflict(misfit.message, reason=misfit.reason, node=node.name, device=misfit.device)
 
 
 def _check_devices_known(node: _LockedNode, grants: list[_Grant], state: _NodeState) -> None:
@@ -256,33 +288,50 @@ def _check_devices_known(node: _LockedNode, grants: list[_Grant], state: _NodeSt
             )
 
 
+@dataclass(frozen=True, slots=True)
+class Reservation:
+    """One pod's assignment to reserve; ``container_indices`` gives the pod's container
+    index for each position of ``assignment.containers`` (default: the positions)."""
+
+    pod_uid: str
+    namespace: str
+    name: str
+    assignment: PodAssignment
+    container_indices: Sequence[int] | None = None
+
+
+@dataclass(frozen=True, slots=True)
+class _Rows:
+    """One pod's rows to insert."""
+
+    pod: Reservation
+    grants: list[_Grant]
+
+
 def _write(
     connection: Connection,
+    pods: Sequence[_Rows],
     *,
-    pod_uid: str,
-    namespace: str,
-    name: str,
-    node: str,
-    grants: list[_Grant],
     state: AllocationState,
     now: datetime,
-    released: bool,
+    released: set[str],
 ) -> None:
-    if released:
-        # Released rows are history of an earlier placement of the same pod; they
-        # would collide with the new rows on (pod_uid, container_index, device_uuid).
-        drop = driver.prepared(connection, "drop released", _drop_released_statement)
-        driver.execute(connection, drop, [{"pod_uid": pod_uid}])
+    drop = [{"pod_uid": rows.pod.pod_uid} for rows in pods if rows.pod.pod_uid in released]
+    # Released rows are history of an earlier placement of the same pod; they would
+    # collide with the new rows on (pod_uid, container_index, device_uuid).
+    driver.execute(
+        connection, driver.prepared(connection, "drop released", _drop_released_statement), drop
+    )
     bound_at = now if state is AllocationState.BOUND else None
     driver.execute(
         connection,
         driver.prepared(connection, "insert allocations", _insert_statement),
         [
             {
-                "pod_uid": pod_uid,
-                "namespace": namespace,
-                "pod_name": name,
-                "node": node,
+                "pod_uid": rows.pod.pod_uid,
+                "namespace": rows.pod.namespace,
+                "pod_name": rows.pod.name,
+                "node": rows.pod.assignment.node,
                 "device_uuid": item.grant.uuid,
                 "container_index": item.container_index,
                 "init": item.init,
@@ -294,9 +343,84 @@ def _write(
                 "bound_at": bound_at,
                 "released_at": None,
             }
-            for item in grants
+            for rows in pods
+            for item in rows.grants
         ],
     )
+
+
+def _rows_of(pod: Reservation) -> _Rows | StoreInputError:
+    try:
+        grants = _grants(
+            pod_uid=pod.pod_uid, assignment=pod.assignment, container_indices=pod.container_indices
+        )
+    except StoreInputError as exc:
+        return name_operation(exc, "reserve")
+    return _Rows(pod, grants)
+
+
+@store_operation("reserve")
+def reserve_all(
+    session: Unit, reservations: Sequence[Reservation], *, now: datetime | None = None
+) -> list[StoreError | None]:
+    """Reserve several pods' assignments on one node, in order, inside the caller's
+    transaction.
+
+    Each pod is checked as ``reserve`` checks one, against what is committed and the
+    pods accepted before it in ``reservations``. Returns, per reservation, ``None`` when
+    its rows are written, or the error that refused it: ``StoreInputError`` for a
+    malformed one, ``StoreConflict`` (``AlreadyAllocated`` included) for one that does
+    not fit. A refused pod writes nothing and does not stop the others. Raises
+    ``StoreInputError`` when the reservations are not all for one node.
+    """
+    nodes = sorted({pod.assignment.node for pod in reservations})
+    if len(nodes) > 1:
+        raise StoreInputError(
+            "reservations written together must be for one node", field="reservations", value=nodes
+        )
+    pods = [_rows_of(pod) for pod in reservations]
+    valid = [rows for rows in pods if isinstance(rows, _Rows)]
+    if not valid:
+        return [rows for rows in pods if isinstance(rows, StoreInputError)]
+    stamp = aware(now, field="now")
+    connection = begin_immediate(session)
+    try:
+        node = _lock_node(connection, nodes[0])
+    except StoreConflict as exc:
+        unknown = name_operation(exc, "reserve")
+        return [unknown if isinstance(rows, _Rows) else rows for rows in pods]
+    uids = list(dict.fromkeys(rows.pod.pod_uid for rows in valid))
+    uuids = list(dict.fromkeys(u for rows in valid for u in rows.pod.assignment.device_uuids))
+    state = _read_node_state(connection, node, pod_uids=uids, uuids=uuids)
+    unusable = _unusable(node)
+    held = list(state.held)
+    outcomes: list[StoreError | None] = []
+    accepted: list[_Rows] = []
+    for rows in pods:
+        if not isinstance(rows, _Rows):
+            outcomes.append(rows)
+            continue
+        uid = rows.pod.pod_uid
+        refusal: StoreConflict | None
+        if any(earlier.pod.pod_uid == uid for earlier in accepted):
+            refusal = AlreadyAllocated(uid, node=node.name, state=AllocationState.RESERVED.value)
+        else:
+            refusal = (
+                state.already_allocated(uid)
+                or unusable
+                or _misfit(node, rows.pod.assignment, state.devices, held)
+            )
+        if refusal is not None:
+            outcomes.append(name_operation(refusal, "reserve"))
+            continue
+        outcomes.append(None)
+        accepted.append(rows)
+        held.extend(
+            HeldGrant(uid, item.grant.uuid, item.init, item.grant.memory_mib, item.grant.cores)
+            for item in rows.grants
+        )
+    _write(connection, accepted, state=AllocationState.RESERVED, now=stamp, released=state.released)
+    return outcomes
 
 
 @store_operation("reserve")
@@ -318,23 +442,10 @@ def reserve(
     assignment no longer fits the node's committed allocations. Nothing is written
     unless everything fits.
     """
-    grants = _grants(pod_uid=pod_uid, assignment=assignment, container_indices=container_indices)
-    stamp = aware(now, field="now")
-    connection = begin_immediate(session)
-    node = _lock_node(connection, assignment.node)
-    state = _read_node_state(connection, node, pod_uid=pod_uid, uuids=assignment.device_uuids)
-    _check_fit(node, assignment, state)
-    _write(
-        connection,
-        pod_uid=pod_uid,
-        namespace=namespace,
-        name=name,
-        node=node.name,
-        grants=grants,
-        state=AllocationState.RESERVED,
-        now=stamp,
-        released=state.released,
-    )
+    pod = Reservation(pod_uid, namespace, name, assignment, container_indices)
+    (refusal,) = reserve_all(session, [pod], now=now)
+    if refusal is not None:
+        raise refusal
 
 
 @store_operation("import assignment")
@@ -354,20 +465,15 @@ def import_assignment(
     Raises ``AlreadyAllocated`` when the pod already has live rows, ``StoreConflict``
     when the node or a device is unknown.
     """
-    grants = _grants(pod_uid=pod_uid, assignment=assignment, container_indices=container_indices)
+    rows = _rows_of(Reservation(pod_uid, namespace, name, assignment, container_indices))
+    if isinstance(rows, StoreInputError):
+        raise rows
     stamp = aware(now, field="now")
     connection = begin_immediate(session)
     node = _lock_node(connection, assignment.node)
-    state = _read_node_state(connection, node, pod_uid=pod_uid, uuids=assignment.device_uuids)
-    _check_devices_known(node, grants, state)
-    _write(
-        connection,
-        pod_uid=pod_uid,
-        namespace=namespace,
-        name=name,
-        node=node.name,
-        grants=grants,
-        state=AllocationState.BOUND,
-        now=stamp,
-        released=state.released,
-    )
+    state = _read_node_state(connection, node, pod_uids=[pod_uid], uuids=assignment.device_uuids)
+    already = state.already_allocated(pod_uid)
+    if already is not None:
+        raise already
+    _check_devices_known(node, rows.grants, state)
+    _write(connection, [rows], state=AllocationState.BOUND, now=stamp, released=state.released)
