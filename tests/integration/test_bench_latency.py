@@ -1,0 +1,53 @@
+"""Quick runs of the latency benchmarks: they run end to end and write their rows.
+
+Smoke runs, not measurements: the figures are only checked for being there and sane.
+"""
+
+from __future__ import annotations
+
+import json
+from pathlib import Path
+
+from benchmarks import engine_fit, extender_latency
+
+
+def test_extender_latency_times_every_verb_and_mode_over_http(tmp_path: Path) -> None:
+    out = tmp_path / "latency.json"
+
+    assert extender_latency.main(["--quick", "--json", str(out)]) == 0
+
+    written = json.loads(out.read_text())
+    assert written["benchmark"] == "extender_latency"
+    rows = written["results"]
+    keys = sorted((r["nodes"], r["mode"], r["case"]) for r in rows)
+    assert keys == sorted(
+        (nodes, mode, case)
+        for nodes in (100, 1_000)
+        for mode in ("names", "nodes")
+        for case in ("filter", "prioritize", "floor")
+    )
+    for row in rows:
+        assert 0 < row["median_ms"] <= row["p99_ms"]
+        assert row["samples"] == 5
+    for row in (r for r in rows if r["case"] == "filter"):
+        # Both verbs over HTTP take longer than either alone, and than both in process.
+        assert row["filter_prioritize_median_ms"] > row["median_ms"]
+        assert row["in_process_filter_prioritize_median_ms"] > 0
+        assert row["in_process_filter_prioritize_median_ms"] < row["filter_prioritize_median_ms"]
+
+
+def test_engine_fit_times_each_case_next_to_the_reference(tmp_path: Path) -> None:
+    out = tmp_path / "engine.json"
+
+    assert engine_fit.main(["--quick", "--json", str(out)]) == 0
+
+    written = json.loads(out.read_text())
+    assert written["benchmark"] == "engine_fit"
+    rows = written["results"]
+    assert sorted((r["case"], r["nodes"]) for r in rows) == sorted(
+        (case, nodes) for case in engine_fit.CASES for nodes in engine_fit.SIZES
+    )
+    for row in rows:
+        assert 0 < row["median_ms"] <= row["p99_ms"]
+        assert row["reference_median_ms"] > 0
+        assert row["feasible"] + row["rejected"] == row["nodes"]
