@@ -167,6 +167,10 @@ class _Handler(BaseHTTPRequestHandler):
         self.wfile.write(data)
 
     def _stream(self, stream: Stream) -> None:
+        with self.server.api.streaming:
+            self._write_stream(stream)
+
+    def _write_stream(self, stream: Stream) -> None:
         self.send_response(200)
         self.send_header("Content-Type", "application/json")
         self.send_header("Transfer-Encoding", "chunked")
@@ -185,6 +189,27 @@ class _Handler(BaseHTTPRequestHandler):
 def _status_for(status: int, message: str) -> dict[str, Any]:
     reason = _REASONS.get(status, "InternalError")
     return status_body(status, reason, message or f"injected failure ({status} {reason})")
+
+
+class _Count:
+    """How many of something are under way (``with count:``), and a wait for none."""
+
+    def __init__(self) -> None:
+        self._value = 0
+        self._changed = threading.Condition()
+
+    def __enter__(self) -> None:
+        with self._changed:
+            self._value += 1
+
+    def __exit__(self, *_: object) -> None:
+        with self._changed:
+            self._value -= 1
+            self._changed.notify_all()
+
+    def wait_for_none(self, *, timeout_s: float) -> bool:
+        with self._changed:
+            return self._changed.wait_for(lambda: self._value == 0, timeout_s)
 
 
 class FakeApiServer:
@@ -208,6 +233,8 @@ class FakeApiServer:
         self._drops = 0
         self._closes = 0
         self._faults_lock = threading.Lock()
+        #: Watches being written: stop lets them end cleanly before closing sockets.
+        self.streaming = _Count()
         self._httpd: _HttpServer | None = None
         self._thread: threading.Thread | None = None
 
@@ -231,6 +258,9 @@ class FakeApiServer:
         if httpd is None:
             return
         self.cluster.close()  # ends open watches
+        # Let each write its last chunk: a socket shut under a watch mid-answer would
+        # read as a broken connection rather than as the end of the watch.
+        self.streaming.wait_for_none(timeout_s=10.0)
         httpd.shutdown()
         with httpd.connections_lock:
             for conn in list(httpd.connections):
