@@ -16,6 +16,7 @@ from typing import Any
 
 import pytest
 from sqlalchemy import event
+from sqlalchemy.exc import OperationalError
 
 from tests.support.apiserver import FakeApiServer
 from tests.support.server import RunningExtender, StartExtender, args, bind_args, node_json
@@ -275,3 +276,52 @@ def test_a_failed_transaction_fails_only_the_binds_in_it(
     assert index.allocation(pods[0]["metadata"]["uid"]) is None
     assert all(index.allocation(p["metadata"]["uid"]) is not None for p in pods[1:])
     assert apiserver.get_pod("default", "p0")["spec"].get("nodeName") is None
+
+
+def test_every_bind_of_a_batch_the_store_fails_learns_why_and_gives_its_devices_back(
+    extender: StartExtender,
+    apiserver: FakeApiServer,
+    real_kube: RealKubeClient,
+) -> None:
+    running = _start(extender, apiserver, real_kube)
+    pods = [apiserver.add_pod(make_pod(f"p{i}", mem=1000, cores=5)) for i in range(3)]
+    for pod in pods:
+        assert running.verb("/filter", args(pod, [NODE]))["NodeNames"] == [NODE]
+    reached, release = threading.Event(), threading.Event()
+    inserts: list[int] = []
+
+    def hold_then_fail(_conn: Any, _cursor: Any, statement: str, *_: Any) -> None:
+        if not statement.lstrip().upper().startswith("INSERT INTO ALLOCATIONS"):
+            return
+        inserts.append(1)
+        if len(inserts) == 1:  # the first bind's own: held while the others queue
+            reached.set()
+            release.wait(30)
+            return
+        raise OperationalError(statement, {}, Exception("server closed the connection"))
+
+    engine = running.runtime.engine
+    event.listen(engine, "before_cursor_execute", hold_then_fail)
+    try:
+        with ThreadPoolExecutor(3) as pool:
+            first = pool.submit(running.verb, "/bind", bind_args(pods[0], NODE))
+            assert reached.wait(30)
+            rest = [pool.submit(running.verb, "/bind", bind_args(p, NODE)) for p in pods[1:]]
+            eventually(lambda: running.runtime.binding.waiting(NODE) == 2, "the others queued")
+            release.set()
+            assert first.result(30) == {"Error": ""}
+            errors = [a.result(30)["Error"] for a in rest]
+    finally:
+        release.set()
+        event.remove(engine, "before_cursor_execute", hold_then_fail)
+    assert len(inserts) == 2  # the two queued binds were one transaction
+    for pod, error in zip(pods[1:], errors, strict=True):
+        assert error.startswith(f"bind default/{pod['metadata']['name']}: store reserve: ")
+        assert "server closed the connection" in error
+    index = running.runtime.cluster.index
+    assert index.allocation(pods[0]["metadata"]["uid"]) is not None
+    assert all(index.allocation(p["metadata"]["uid"]) is None for p in pods[1:])
+    # Their devices are free again: the pods pass filter once more and bind.
+    for pod in pods[1:]:
+        assert running.verb("/filter", args(pod, [NODE]))["NodeNames"] == [NODE]
+        assert running.verb("/bind", bind_args(pod, NODE)) == {"Error": ""}

@@ -97,7 +97,12 @@ class _Pending:
 
     args: BindRequest
     request: PodRequest
+    #: Devices chosen on arrival; used once (a retry chooses afresh).
     claim: Claim
+    #: The devices this round offers the store, and whether this bind marked them
+    #: taken in the index (so it must take them back if the store refuses).
+    chosen: PodAssignment | None = None
+    assumed: bool = False
     assignment: PodAssignment | None = None
     #: Why it was not written.
     error: str = ""
@@ -262,6 +267,7 @@ class BindingService:
         except BaseException as exc:
             for pending in batch:  # the others in the batch learn it too
                 if not pending.settled:
+                    self._take_back(pending)
                     pending.fail(f"bind {pending.args.key}: {type(exc).__name__}: {exc}")
             raise
         for pending in remaining:
@@ -269,7 +275,7 @@ class BindingService:
 
     def _reserve_round(self, node: str, batch: list[_Pending]) -> list[_Pending]:
         """One transaction for ``batch``; returns the binds to choose for again."""
-        chosen = self._choices(batch)
+        chosen = self._choose_all(batch)
         if not chosen:
             return []
         try:
@@ -278,37 +284,33 @@ class BindingService:
                     connection,
                     [
                         store.Reservation(p.args.uid, p.args.namespace, p.args.pod_name, a)
-                        for p, a, _ in chosen
+                        for p, a in chosen
                     ],
                     now=self._clock(),
                 )
                 if self._kube is None:
                     written = [
-                        p.args.uid
-                        for (p, _, _), r in zip(chosen, refusals, strict=True)
-                        if r is None
+                        p.args.uid for (p, _), r in zip(chosen, refusals, strict=True) if r is None
                     ]
                     store.mark_many_bound(connection, pod_uids=written, now=self._clock())
-        except BaseException as exc:
-            for pending, _, assumed in chosen:
-                self._forget(pending.args, assumed)
-                if isinstance(exc, store.StoreError):
-                    pending.fail(f"bind {pending.args.key}: {exc}")
-            if isinstance(exc, store.StoreError):
-                return []
-            raise
+        except store.StoreError as exc:
+            for pending, _ in chosen:
+                self._take_back(pending)
+                pending.fail(f"bind {pending.args.key}: {exc}")
+            return []
         again: list[_Pending] = []
         changed = False
-        for (pending, assignment, assumed), refusal in zip(chosen, refusals, strict=True):
+        for (pending, assignment), refusal in zip(chosen, refusals, strict=True):
             if refusal is None:
                 # Recorded again even when assumed: a node refresh meanwhile may have
                 # dropped it.
                 self._cluster.apply(pending.args.uid, assignment)
+                pending.assumed = False  # the store has it now
                 with self._cluster.lock:
                     self._cluster.planner.observe(pending.request)
                 pending.assignment = assignment
                 continue
-            self._forget(pending.args, assumed)
+            self._take_back(pending)
             if isinstance(refusal, store.AlreadyAllocated):
                 try:
                     dropped = self._drop_stale_reservation(pending.args, refusal)
@@ -330,29 +332,30 @@ class BindingService:
             self._cluster.refresh_node(self._sessions, node)
         return again
 
-    def _choices(self, batch: list[_Pending]) -> list[tuple[_Pending, PodAssignment, bool]]:
+    def _choose_all(self, batch: list[_Pending]) -> list[tuple[_Pending, PodAssignment]]:
         """Each bind's devices: those claimed on arrival, or (on a retry, or without a
         claim) chosen now and marked taken, so the next pods' filters see them."""
-        chosen: list[tuple[_Pending, PodAssignment, bool]] = []
+        chosen: list[tuple[_Pending, PodAssignment]] = []
         for pending in batch:
             claim, pending.claim = pending.claim, NO_CLAIM  # a retry chooses afresh
             if claim.assignment is not None:
-                chosen.append((pending, claim.assignment, claim.assumed))
-                continue
-            try:
-                with self._cluster.lock:
-                    assignment = self._choose(pending.args, pending.request)
-                    assumed = self._cluster.assume(pending.args.uid, assignment)
-            except BindError as exc:
-                pending.fail(str(exc))
-                continue
-            chosen.append((pending, assignment, assumed))
+                pending.chosen, pending.assumed = claim.assignment, claim.assumed
+            else:
+                try:
+                    with self._cluster.lock:
+                        pending.chosen = self._choose(pending.args, pending.request)
+                        pending.assumed = self._cluster.assume(pending.args.uid, pending.chosen)
+                except BindError as exc:
+                    pending.fail(str(exc))
+                    continue
+            chosen.append((pending, pending.chosen))
         return chosen
 
-    def _forget(self, args: BindRequest, assumed: bool) -> None:
-        """Take back a choice the store did not accept."""
-        if assumed:
-            self._cluster.release(args.uid)
+    def _take_back(self, pending: _Pending) -> None:
+        """Release the devices this bind marked taken (on arrival or in a round), if any."""
+        if pending.assumed or pending.claim.assumed:
+            self._cluster.release(pending.args.uid)
+        pending.assumed, pending.claim = False, NO_CLAIM
 
     def _drop_stale_reservation(self, args: BindRequest, exc: store.AlreadyAllocated) -> bool:
         """A reservation left by an earlier attempt of this pod, which the API shows
