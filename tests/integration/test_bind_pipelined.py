@@ -9,8 +9,8 @@ it arrives, not only once its turn at the store comes or the store has them.
 from __future__ import annotations
 
 import threading
-from collections.abc import Iterator
-from concurrent.futures import ThreadPoolExecutor
+from collections.abc import Callable, Iterator
+from concurrent.futures import Future, ThreadPoolExecutor
 from contextlib import contextmanager
 from typing import Any
 
@@ -201,35 +201,71 @@ def test_a_choice_the_store_refuses_is_taken_back(
     assert running.verb("/filter", args(whole, [NODE]))["NodeNames"] == [NODE]
 
 
+def _filtered(running: RunningExtender, apiserver: FakeApiServer, count: int) -> list[Any]:
+    """``count`` pods that fit together, each filtered as kube-scheduler would first."""
+    pods = [apiserver.add_pod(make_pod(f"p{i}", mem=1000, cores=5)) for i in range(count)]
+    for pod in pods:
+        assert running.verb("/filter", args(pod, [NODE]))["NodeNames"] == [NODE]
+    return pods
+
+
+@contextmanager
+def _before_each_insert(
+    running: RunningExtender, hook: Callable[[int, int], None]
+) -> Iterator[None]:
+    """Call ``hook(n, rows)`` before the store's n-th allocation INSERT (from 1)."""
+    seen: list[int] = []
+
+    def before(_conn: Any, _cursor: Any, statement: str, parameters: Any, *_: Any) -> None:
+        if statement.lstrip().upper().startswith("INSERT INTO ALLOCATIONS"):
+            seen.append(1)
+            hook(len(seen), len(parameters) if isinstance(parameters, list) else 1)
+
+    engine = running.runtime.engine
+    event.listen(engine, "before_cursor_execute", before)
+    try:
+        yield
+    finally:
+        event.remove(engine, "before_cursor_execute", before)
+
+
+def _bind_behind_the_first(
+    running: RunningExtender, pool: ThreadPoolExecutor, pods: list[Any], reached: threading.Event
+) -> tuple[Future[Any], list[Future[Any]]]:
+    """Bind the first pod; once its insert is reached, bind the others and wait until
+    they all queue for the node's turn."""
+    first = pool.submit(running.verb, "/bind", bind_args(pods[0], NODE))
+    assert reached.wait(30)
+    rest = [pool.submit(running.verb, "/bind", bind_args(p, NODE)) for p in pods[1:]]
+    eventually(
+        lambda: running.runtime.binding.waiting(NODE) == len(rest),
+        "the other binds queued for the node's turn",
+    )
+    return first, rest
+
+
 def test_binds_queued_behind_a_write_go_in_one_transaction(
     extender: StartExtender,
     apiserver: FakeApiServer,
     real_kube: RealKubeClient,
 ) -> None:
     running = _start(extender, apiserver, real_kube)
-    pods = [apiserver.add_pod(make_pod(f"p{i}", mem=1000, cores=5)) for i in range(4)]
-    for pod in pods:
-        assert running.verb("/filter", args(pod, [NODE]))["NodeNames"] == [NODE]
+    pods = _filtered(running, apiserver, 4)
+    reached, release = threading.Event(), threading.Event()
     inserts: list[int] = []
 
-    def count(_conn: Any, _cursor: Any, statement: str, parameters: Any, *_: Any) -> None:
-        if statement.lstrip().upper().startswith("INSERT INTO ALLOCATIONS"):
-            rows = parameters if isinstance(parameters, list) else [parameters]
-            inserts.append(len(rows))
+    def hold_first(n: int, rows: int) -> None:
+        inserts.append(rows)
+        if n == 1:
+            reached.set()
+            release.wait(30)
 
-    engine = running.runtime.engine
-    with _held_insert(running) as (reached, release), ThreadPoolExecutor(4) as pool:
-        event.listen(engine, "before_cursor_execute", count)
-        answers = [pool.submit(running.verb, "/bind", bind_args(pods[0], NODE))]
-        assert reached.wait(30)
-        answers += [pool.submit(running.verb, "/bind", bind_args(p, NODE)) for p in pods[1:]]
-        eventually(
-            lambda: running.runtime.binding.waiting(NODE) == 3,
-            "the other binds queued for the node's turn",
-        )
-        release.set()
-        assert [a.result(30) for a in answers] == [{"Error": ""}] * 4
-    event.remove(engine, "before_cursor_execute", count)
+    with _before_each_insert(running, hold_first), ThreadPoolExecutor(4) as pool:
+        try:
+            first, rest = _bind_behind_the_first(running, pool, pods, reached)
+        finally:
+            release.set()
+        assert [a.result(30) for a in (first, *rest)] == [{"Error": ""}] * 4
     # The held bind's own insert, then one insert of the three queued behind it.
     assert inserts == [1, 3]
     assert running.runtime.binding.waiting(NODE) == 0
@@ -245,33 +281,22 @@ def test_a_failed_transaction_fails_only_the_binds_in_it(
     real_kube: RealKubeClient,
 ) -> None:
     running = _start(extender, apiserver, real_kube)
-    pods = [apiserver.add_pod(make_pod(f"p{i}", mem=1000, cores=5)) for i in range(3)]
-    for pod in pods:
-        assert running.verb("/filter", args(pod, [NODE]))["NodeNames"] == [NODE]
+    pods = _filtered(running, apiserver, 3)
     reached, release = threading.Event(), threading.Event()
-    failed: list[bool] = []
 
-    def fail_first(_conn: Any, _cursor: Any, statement: str, *_: Any) -> None:
-        if statement.lstrip().upper().startswith("INSERT INTO ALLOCATIONS") and not failed:
-            failed.append(True)
+    def fail_first(n: int, _rows: int) -> None:
+        if n == 1:
             reached.set()
             release.wait(30)
             raise RuntimeError("the store is gone")
 
-    engine = running.runtime.engine
-    event.listen(engine, "before_cursor_execute", fail_first)
-    try:
-        with ThreadPoolExecutor(3) as pool:
-            first = pool.submit(running.verb, "/bind", bind_args(pods[0], NODE))
-            assert reached.wait(30)
-            rest = [pool.submit(running.verb, "/bind", bind_args(p, NODE)) for p in pods[1:]]
-            eventually(lambda: running.runtime.binding.waiting(NODE) == 2, "the others queued")
+    with _before_each_insert(running, fail_first), ThreadPoolExecutor(3) as pool:
+        try:
+            first, rest = _bind_behind_the_first(running, pool, pods, reached)
+        finally:
             release.set()
-            assert "the store is gone" in first.result(30)["Error"]
-            assert [a.result(30) for a in rest] == [{"Error": ""}] * 2
-    finally:
-        release.set()
-        event.remove(engine, "before_cursor_execute", fail_first)
+        assert "the store is gone" in first.result(30)["Error"]
+        assert [a.result(30) for a in rest] == [{"Error": ""}] * 2
     index = running.runtime.cluster.index
     assert index.allocation(pods[0]["metadata"]["uid"]) is None
     assert all(index.allocation(p["metadata"]["uid"]) is not None for p in pods[1:])
@@ -284,37 +309,26 @@ def test_every_bind_of_a_batch_the_store_fails_learns_why_and_gives_its_devices_
     real_kube: RealKubeClient,
 ) -> None:
     running = _start(extender, apiserver, real_kube)
-    pods = [apiserver.add_pod(make_pod(f"p{i}", mem=1000, cores=5)) for i in range(3)]
-    for pod in pods:
-        assert running.verb("/filter", args(pod, [NODE]))["NodeNames"] == [NODE]
+    pods = _filtered(running, apiserver, 3)
     reached, release = threading.Event(), threading.Event()
     inserts: list[int] = []
 
-    def hold_then_fail(_conn: Any, _cursor: Any, statement: str, *_: Any) -> None:
-        if not statement.lstrip().upper().startswith("INSERT INTO ALLOCATIONS"):
-            return
-        inserts.append(1)
-        if len(inserts) == 1:  # the first bind's own: held while the others queue
+    def hold_first_then_fail(n: int, rows: int) -> None:
+        inserts.append(rows)
+        if n == 1:  # the first bind's own: held while the others queue
             reached.set()
             release.wait(30)
             return
-        raise OperationalError(statement, {}, Exception("server closed the connection"))
+        raise OperationalError("INSERT", {}, Exception("server closed the connection"))
 
-    engine = running.runtime.engine
-    event.listen(engine, "before_cursor_execute", hold_then_fail)
-    try:
-        with ThreadPoolExecutor(3) as pool:
-            first = pool.submit(running.verb, "/bind", bind_args(pods[0], NODE))
-            assert reached.wait(30)
-            rest = [pool.submit(running.verb, "/bind", bind_args(p, NODE)) for p in pods[1:]]
-            eventually(lambda: running.runtime.binding.waiting(NODE) == 2, "the others queued")
+    with _before_each_insert(running, hold_first_then_fail), ThreadPoolExecutor(3) as pool:
+        try:
+            first, rest = _bind_behind_the_first(running, pool, pods, reached)
+        finally:
             release.set()
-            assert first.result(30) == {"Error": ""}
-            errors = [a.result(30)["Error"] for a in rest]
-    finally:
-        release.set()
-        event.remove(engine, "before_cursor_execute", hold_then_fail)
-    assert len(inserts) == 2  # the two queued binds were one transaction
+        assert first.result(30) == {"Error": ""}
+        errors = [a.result(30)["Error"] for a in rest]
+    assert inserts == [1, 2]  # the two queued binds were one transaction
     for pod, error in zip(pods[1:], errors, strict=True):
         assert error.startswith(f"bind default/{pod['metadata']['name']}: store reserve: ")
         assert "server closed the connection" in error
