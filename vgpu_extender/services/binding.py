@@ -99,9 +99,8 @@ class _Pending:
     request: PodRequest
     #: Devices chosen on arrival; used once (a retry chooses afresh).
     claim: Claim
-    #: The devices this round offers the store, and whether this bind marked them
-    #: taken in the index (so it must take them back if the store refuses).
-    chosen: PodAssignment | None = None
+    #: Whether this bind marked the devices it offers the store taken in the index
+    #: (so it must take them back if the store refuses them).
     assumed: bool = False
     assignment: PodAssignment | None = None
     #: Why it was not written.
@@ -339,16 +338,16 @@ class BindingService:
         for pending in batch:
             claim, pending.claim = pending.claim, NO_CLAIM  # a retry chooses afresh
             if claim.assignment is not None:
-                pending.chosen, pending.assumed = claim.assignment, claim.assumed
+                assignment, pending.assumed = claim.assignment, claim.assumed
             else:
                 try:
                     with self._cluster.lock:
-                        pending.chosen = self._choose(pending.args, pending.request)
-                        pending.assumed = self._cluster.assume(pending.args.uid, pending.chosen)
+                        assignment = self._choose(pending.args, pending.request)
+                        pending.assumed = self._cluster.assume(pending.args.uid, assignment)
                 except BindError as exc:
                     pending.fail(str(exc))
                     continue
-            chosen.append((pending, pending.chosen))
+            chosen.append((pending, assignment))
         return chosen
 
     def _take_back(self, pending: _Pending) -> None:
