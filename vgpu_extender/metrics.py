@@ -47,6 +47,8 @@ LATENCY_BUCKETS = (
     10.0,
     30.0,
 )
+#: One bind alone, up to a full batch (``services.batching.DEFAULT_LIMIT``).
+BATCH_BUCKETS = (1, 2, 4, 8, 16, 32, 64)
 VERBS = ("filter", "prioritize", "bind", "preempt")
 FILTER_RESULTS = ("feasible", "unschedulable", "error")
 
@@ -218,6 +220,13 @@ class Metrics:
         )
         self.bind_total = Counter(
             "vgpu_extender_bind", "bind answers by result", ["result"], registry=registry
+        )
+        self.bind_batch_size = Histogram(
+            "vgpu_extender_bind_batch_size",
+            "Binds written to the store in one transaction: the binds to one node that "
+            "queued while the one before wrote",
+            buckets=BATCH_BUCKETS,
+            registry=registry,
         )
         self.store_errors = Counter(
             "vgpu_extender_store_errors",

@@ -15,6 +15,7 @@ from contextlib import contextmanager
 from typing import Any
 
 import pytest
+from prometheus_client.parser import text_string_to_metric_families
 from sqlalchemy import event
 from sqlalchemy.exc import OperationalError
 
@@ -229,6 +230,23 @@ def _before_each_insert(
         event.remove(engine, "before_cursor_execute", before)
 
 
+def _batch_sizes(running: RunningExtender) -> dict[str, float]:
+    """The ``vgpu_extender_bind_batch_size`` histogram: count, sum, and two buckets."""
+    wanted = {
+        ("vgpu_extender_bind_batch_size_count", ""): "count",
+        ("vgpu_extender_bind_batch_size_sum", ""): "sum",
+        ("vgpu_extender_bind_batch_size_bucket", "1.0"): "le_1",
+        ("vgpu_extender_bind_batch_size_bucket", "4.0"): "le_4",
+    }
+    found: dict[str, float] = {}
+    for family in text_string_to_metric_families(running.client.get("/metrics").text):
+        for sample in family.samples:
+            key = wanted.get((sample.name, sample.labels.get("le", "")))
+            if key is not None:
+                found[key] = sample.value
+    return found
+
+
 def _bind_behind_the_first(
     running: RunningExtender, pool: ThreadPoolExecutor, pods: list[Any], reached: threading.Event
 ) -> tuple[Future[Any], list[Future[Any]]]:
@@ -269,6 +287,7 @@ def test_binds_queued_behind_a_write_go_in_one_transaction(
     # The held bind's own insert, then one insert of the three queued behind it.
     assert inserts == [1, 3]
     assert running.runtime.binding.waiting(NODE) == 0
+    assert _batch_sizes(running) == {"count": 2.0, "sum": 4.0, "le_1": 1.0, "le_4": 2.0}
     for pod in pods:
         bound = apiserver.get_pod("default", pod["metadata"]["name"])
         assert bound["spec"]["nodeName"] == NODE

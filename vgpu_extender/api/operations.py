@@ -105,6 +105,7 @@ class Operations:
         runtime.scheduling = ObservedScheduling(
             runtime.scheduling, _FilterReport(metrics, reporter)
         )
+        runtime.binding.count_batches(metrics.bind_batch_size.observe)
         runtime.binding = ObservedBinding(runtime.binding, _BindReport(metrics))
         if runtime.events is not None:
             runtime.events.count_drops(metrics.events_dropped.inc)

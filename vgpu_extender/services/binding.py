@@ -146,6 +146,12 @@ class BindingService:
         self._retries = retries
         self._clock = clock
         self._writes: Batches[_Pending] = Batches(self._reserve_batch)
+        self._on_batch: Callable[[int], None] = lambda _binds: None
+
+    def count_batches(self, on_batch: Callable[[int], None]) -> None:
+        """Call ``on_batch`` with the number of binds in each store transaction from now
+        on (the metrics)."""
+        self._on_batch = on_batch
 
     def claim(self, args: BindRequest) -> Claim:
         """Choose the devices now, in memory only, for a pod filter has seen; anything
@@ -277,6 +283,7 @@ class BindingService:
         chosen = self._choose_all(batch)
         if not chosen:
             return []
+        self._on_batch(len(chosen))
         try:
             with self._engine.begin() as connection:
                 refusals = store.reserve_all(
