@@ -22,7 +22,9 @@ The client is lean (``benchmarks.lean_http`` keep-alive connections, msgspec), a
 Go's is, so that on a small machine the cores go to the extender it measures.
 ``cycles_per_s`` is pods / wall time from the first filter to the last bind answered;
 ``median_ms`` and ``p99_ms`` are per pod, filter sent to bind answered (retries
-included). A few unmeasured pods warm the extender up first. With binds in flight, a
+included); ``binds_per_transaction`` is the binds the extender wrote per store
+transaction in the measured run (its ``vgpu_extender_bind_batch_size`` metric). A few
+unmeasured pods warm the extender up first. With binds in flight, a
 node can fill up between a pod's filter and its bind (the extender learns of a
 placement only when its bind arrives): the bind is refused and the pod goes round
 again, as kube-scheduler requeues it; ``refused`` counts those. A pod refused five
@@ -41,6 +43,7 @@ are skipped, with a warning, when none answers.
 from __future__ import annotations
 
 import argparse
+import http.client
 import os
 import queue
 import sys
@@ -54,9 +57,11 @@ from dataclasses import dataclass, replace
 from pathlib import Path
 from tempfile import TemporaryDirectory
 from typing import Any
+from urllib.parse import urlsplit
 
 import msgspec
 import sqlalchemy
+from prometheus_client.parser import text_string_to_metric_families
 
 from benchmarks.common import (
     argument_parser,
@@ -233,6 +238,8 @@ class Run:
     extender_cpu_s: float | None = None  # the extender's CPU time during the run
     apiserver_cpu_s: float | None = None  # the test API server's
     client_cpu_s: float | None = None  # this process's (kube-scheduler's stand-in)
+    #: Binds per store transaction during the run, from the extender's own metric.
+    binds_per_transaction: float | None = None
 
 
 def schedule(url: str, pods: Sequence[dict[str, Any]], names: list[str], binders: int) -> Run:
@@ -301,6 +308,30 @@ def cpu_seconds(pid: int) -> float | None:
     return (int(fields[11]) + int(fields[12])) / os.sysconf("SC_CLK_TCK")
 
 
+def bind_batches(url: str) -> tuple[float, float]:
+    """The extender's ``vgpu_extender_bind_batch_size`` histogram: (transactions, binds)."""
+    address = urlsplit(url)
+    connection = http.client.HTTPConnection(address.hostname or "127.0.0.1", address.port)
+    try:
+        connection.request("GET", "/metrics")
+        text = connection.getresponse().read().decode()
+    finally:
+        connection.close()
+    found = {"count": 0.0, "sum": 0.0}
+    for family in text_string_to_metric_families(text):
+        for sample in family.samples:
+            if sample.name == "vgpu_extender_bind_batch_size_count":
+                found["count"] = sample.value
+            elif sample.name == "vgpu_extender_bind_batch_size_sum":
+                found["sum"] = sample.value
+    return found["count"], found["sum"]
+
+
+def per_transaction(before: tuple[float, float], after: tuple[float, float]) -> float | None:
+    transactions, binds = after[0] - before[0], after[1] - before[1]
+    return round(binds / transactions, 2) if transactions else None
+
+
 def wait_for_nodes(url: str, pod: dict[str, Any], names: list[str]) -> None:
     """The extender learns the nodes from its node watch: wait until it has them all."""
     connection = Connection(url)
@@ -342,11 +373,14 @@ def cycles(database: str, folder: Path, size: Size, binders: int) -> Run:
             wait_for_nodes(extender.url, objects[0], names)
             warm = schedule(extender.url, objects[: size.warmup], names, binders)
             pids = (extender.process.pid, api.process.pid)
+            # Scraped outside the CPU readings: rendering /metrics is not a cycle's work.
+            batches_before = bind_batches(extender.url)
             before = [cpu_seconds(pid) for pid in pids]
             client_before = time.process_time()
             measured = schedule(extender.url, objects[size.warmup :], names, binders)
             client_cpu_s = time.process_time() - client_before
             after = [cpu_seconds(pid) for pid in pids]
+            batches_after = bind_batches(extender.url)
             spent = [
                 b - a if a is not None and b is not None else None
                 for a, b in zip(before, after, strict=True)
@@ -356,6 +390,7 @@ def cycles(database: str, folder: Path, size: Size, binders: int) -> Run:
                 extender_cpu_s=spent[0],
                 apiserver_cpu_s=spent[1],
                 client_cpu_s=client_cpu_s,
+                binds_per_transaction=per_transaction(batches_before, batches_after),
             )
         finally:
             extender.stop()
@@ -444,6 +479,11 @@ def row_of(store: str, count: int, size: Size, measured: Run, gauge: float) -> d
         "refused": measured.refused,
         "cpu_gauge_ms": gauge,
         **extender_cpu(measured),
+        **(
+            {}
+            if measured.binds_per_transaction is None
+            else {"binds_per_transaction": measured.binds_per_transaction}
+        ),
     }
 
 
@@ -542,6 +582,7 @@ def main(argv: Sequence[str] | None = None) -> int:
             "extender-bound cycles/s",
             "API server CPU ms/cycle",
             "client CPU ms/cycle",
+            "binds / store transaction",
             "CPU gauge ms",
         ),
         [
@@ -557,6 +598,7 @@ def main(argv: Sequence[str] | None = None) -> int:
                 r.get("extender_bound_cycles_per_s", "n/a"),
                 r.get("apiserver_cpu_ms_per_cycle", "n/a"),
                 r.get("client_cpu_ms_per_cycle", "n/a"),
+                r.get("binds_per_transaction", "n/a"),
                 r["cpu_gauge_ms"],
             )
             for r in results

@@ -49,6 +49,7 @@ def test_quick_run_writes_one_row_per_store(
             "cpu_gauge_ms",
             "runs",
             "cycles_per_s_runs",
+            "binds_per_transaction",
             *CPU_FIELDS,
         }
         assert row["case"] == "filter+prioritize+bind"
@@ -58,6 +59,8 @@ def test_quick_run_writes_one_row_per_store(
         assert (row["runs"], row["cycles_per_s_runs"]) == (1, [row["cycles_per_s"]])
         assert row["cpu_gauge_ms"] > 0
         assert 0 < row["median_ms"] <= row["p99_ms"]
+        # Every bind went through a store transaction, some sharing one.
+        assert row["binds_per_transaction"] >= 1
         assert 0 <= row["refused"] < row["pods"]
         assert row["client_cpu_ms_per_cycle"] > 0
         if CPU_FIELDS:

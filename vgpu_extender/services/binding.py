@@ -113,7 +113,7 @@ class _Pending:
         return self.assignment is not None or bool(self.error)
 
     def fail(self, message: str) -> None:
-        self.assignment, self.error = None, message
+        self.error = message
 
 
 class BindingService:
