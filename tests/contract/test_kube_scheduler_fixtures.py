@@ -89,7 +89,9 @@ def standalone_extender(tmp_path_factory: pytest.TempPathFactory) -> Iterator[Ru
 
 def _check_filter(answer: dict[str, Any], feasible: set[str], unresolvable: dict[str, str]):
     assert answer["Error"] == ""
-    assert answer["FailedNodes"] == {}
+    # Unresolvable nodes are listed in FailedNodes too, for kube-scheduler 1.20, which
+    # reads only that map; newer ones give FailedAndUnresolvableNodes precedence.
+    assert answer["FailedNodes"] == answer["FailedAndUnresolvableNodes"]
     assert set(answer["FailedAndUnresolvableNodes"]) == set(unresolvable)
     for node, prefix in unresolvable.items():
         assert answer["FailedAndUnresolvableNodes"][node].startswith(prefix)

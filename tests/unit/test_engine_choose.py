@@ -130,7 +130,7 @@ CASES = [
                 ]
             ),
             # x holds all 100 cores, so y (asking for none) cannot share the device.
-            (Reason.CORES, False),
+            (Reason.NO_COMPUTE, False),
         ),
         id="exclusive-then-zero-cores",
     ),
@@ -324,7 +324,9 @@ SCALE_CASES = [
     ([1.0, 2.0, 3.0], [0, 5, 10]),
     ([30.0, 0.0, 10.0], [10, 0, 3]),  # 10/30*10 = 3.33 -> 3
     ([5.0, 5.0], [10, 10]),  # equal: none is preferred
-    ([float("nan"), 1.0, 2.0], [0, 0, 10]),  # NaN counts as the worst
+    # NaN counts as the worst, below the lowest scored node: 1..10 beside it.
+    ([float("nan"), 1.0, 2.0], [0, 1, 10]),
+    ([float("nan"), 1.0, 2.0, 3.0], [0, 1, 6, 10]),  # 1 + 1/2*9 = 5.5 -> 6
     ([float("nan"), float("nan")], [0, 0]),
     ([-2.0, float("inf"), -1.0], [0, 10, 10]),  # +inf clips to the best finite score
     ([1e6, 2e6, 1.5e6], [0, 10, 5]),  # raw label values never leave unscaled
@@ -334,7 +336,17 @@ SCALE_CASES = [
 @pytest.mark.parametrize(
     ("raw", "scaled"),
     SCALE_CASES,
-    ids=["empty", "linear", "rounding", "flat", "nan-worst", "all-nan", "inf", "large-values"],
+    ids=[
+        "empty",
+        "linear",
+        "rounding",
+        "flat",
+        "nan-worst",
+        "nan-worst-midpoint",
+        "all-nan",
+        "inf",
+        "large-values",
+    ],
 )
 def test_to_extender_scores(raw: list[float], scaled: list[int]) -> None:
     out = to_extender_scores(np.array(raw, dtype=np.float64))

@@ -103,7 +103,7 @@ CASES = [
         Case(
             [make_node("a", 1)],
             make_request(1, mem=100, cores=10),
-            {"a": ("insufficient gpucores: need 10%, best free 5%", False)},
+            {"a": ("insufficient gpucores: need 10 percent, best free 5 percent", False)},
             held=[("p", "a", [[(0, 100, 95)]])],
         ),
         id="cores-now",
@@ -113,7 +113,7 @@ CASES = [
             [make_node("a", 1)],
             make_request(1, mem=100, cores=0),
             # HAMi: a request with no cores cannot land on a device whose cores are all used.
-            {"a": ("insufficient gpucores: need 0%, best free 0%", False)},
+            {"a": ("no compute left on any GPU", False)},
             held=[("p", "a", [[(0, 100, 100)]])],
         ),
         id="zero-cores-on-full-device",
@@ -397,7 +397,7 @@ MESSAGES = [
     ),
     (
         Rejection(Reason.CORES, 30, 20, detail="on 2 gpus"),
-        "insufficient gpucores: need 30%, best free 20% (on 2 gpus)",
+        "insufficient gpucores: need 30 percent, best free 20 percent (on 2 gpus)",
     ),
     (Rejection(Reason.SLOTS, 2, 1), "insufficient gpu slots: need 2, have 1"),
     (Rejection(Reason.CPU, 3000, 2000), "insufficient cpu: need 3000m, best free 2000m"),

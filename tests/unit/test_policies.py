@@ -200,8 +200,9 @@ def test_label_priority_scores_and_problems() -> None:
     raw = policy.score_nodes(index, make_request(1), rows)
     assert raw[:2].tolist() == [100.0, 2000.0]
     assert np.isnan(raw[2:]).all()
-    # Raw values never leave: 100 and 2000 become 0 and 10, unusable labels score 0.
-    assert to_extender_scores(raw) == [0, 10, 0, 0]
+    # Raw values never leave: 100 and 2000 become 1 and 10, unusable labels score 0,
+    # below the lowest labelled node.
+    assert to_extender_scores(raw) == [1, 10, 0, 0]
     assert policy.label_problems(index, rows) == {
         "n2": f"label {DEFAULT_LABEL} missing",
         "n3": f"label {DEFAULT_LABEL}='x' is not an integer",

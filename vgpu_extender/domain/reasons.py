@@ -5,6 +5,8 @@ from __future__ import annotations
 from dataclasses import dataclass
 from enum import StrEnum
 
+from vgpu_extender.domain.text import without_format_verbs
+
 
 class Reason(StrEnum):
     """Rejection codes. The value is the stable prefix of the message kube-scheduler shows."""
@@ -16,12 +18,16 @@ class Reason(StrEnum):
     UUID_MISMATCH = "gpu uuid mismatch"
     UNHEALTHY = "unhealthy devices"
     CORDONED = "cordoned devices"
+    #: Devices a running pod's import found over-committed: no new pod until resolved.
+    CONFLICTED = "conflicted devices"
     NOT_ENOUGH_DEVICES = "not enough gpus"
     NUMA = "numa mismatch"
     SLOTS = "insufficient gpu slots"
     EXCLUSIVE = "exclusive gpu conflict"
     MEMORY = "insufficient gpumem"
     CORES = "insufficient gpucores"
+    #: A container asking for no cores still needs a device with some compute left.
+    NO_COMPUTE = "no compute left on any GPU"
     CPU = "insufficient cpu"
     HOST_MEMORY = "insufficient memory"
     LABEL = "missing priority label"
@@ -37,6 +43,7 @@ NEVER_FITS = frozenset(
         Reason.UUID_MISMATCH,
         Reason.UNHEALTHY,
         Reason.CORDONED,
+        Reason.CONFLICTED,
         Reason.NOT_ENOUGH_DEVICES,
         Reason.NUMA,
         Reason.LABEL,
@@ -46,7 +53,8 @@ NEVER_FITS = frozenset(
 _UNITS = {
     Reason.MEMORY: " MiB",
     Reason.HOST_MEMORY: " MiB",
-    Reason.CORES: "%",
+    # Never a "%": kube-scheduler hands reasons to its event recorder as a format string.
+    Reason.CORES: " percent",
     Reason.CPU: "m",
 }
 
@@ -77,5 +85,6 @@ class Rejection:
             label = "best free" if self.reason in _UNITS else "have"
             text = f"{text}: need {self.need}{unit}, {label} {self.have}{unit}"
         if self.detail:
-            text = f"{text} ({self.detail})" if ":" in text else f"{text}: {self.detail}"
+            detail = without_format_verbs(self.detail)
+            text = f"{text} ({detail})" if ":" in text else f"{text}: {detail}"
         return text

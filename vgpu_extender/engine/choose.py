@@ -99,7 +99,7 @@ class NodeState:
         if container.cores > 0 and self.cores_free[slot] < container.cores:
             return Reason.CORES
         if container.cores == 0 and self.cores_free[slot] <= 0:
-            return Reason.CORES
+            return Reason.NO_COMPUTE
         return None
 
     def take(self, slot: int, container: ContainerRequest) -> DeviceGrant:

@@ -7,7 +7,7 @@ survive it; a node's reason is the first stage after which fewer devices survive
 the container needs, with that stage's numbers (for memory: the MiB needed and the most
 that the needed number of devices still in the running each offer). With NUMA binding,
 every stage from the NUMA one on counts the devices of the best single NUMA node.
-Registration-time stages (type, UUID, health, cordon, NUMA) are unresolvable; a usage
+Registration-time stages (type, UUID, health, cordon, conflict, NUMA) are unresolvable; a usage
 stage is *unresolvable* when the pod would not fit even if every allocation on the node
 were released, so preemption cannot help. Identical verdicts share one ``Rejection``.
 
@@ -220,15 +220,67 @@ def _explain_static(
     stages.append((Reason.UNHEALTHY, current))
     current = current & ~_take(cols.cordoned, sub)
     stages.append((Reason.CORDONED, current))
+    current = current & ~_take(cols.conflicted, sub)
+    stages.append((Reason.CONFLICTED, current))
     decided = np.zeros(len(sub), dtype=np.bool_)
     for reason, mask in stages:
         count = count_per_row(mask)
         hit = ~decided & (count < k)
-        verdicts.set(pending[hit], reason, k, count[hit], unresolvable=True)
+        if reason is Reason.TYPE_MISMATCH and hit.any():
+            _set_type_mismatch(index, request, k, sub, pending, valid, hit, count, verdicts)
+        else:
+            verdicts.set(pending[hit], reason, k, count[hit], unresolvable=True)
         decided |= hit
     # Enough devices pass every stage, but not on one NUMA node.
     detail = verdicts.detail_code(f"{k} gpus on one numa node")
     verdicts.set(pending[~decided], Reason.NUMA, unresolvable=True, detail=detail)
+
+
+def _set_type_mismatch(
+    index: ClusterIndex,
+    request: PodRequest,
+    k: int,
+    sub: IntVec,
+    pending: IntVec,
+    valid: BoolGrid,
+    hit: np.ndarray,
+    count: IntVec,
+    verdicts: Verdicts,
+) -> None:
+    """Type mismatches name the types the pod wants (or avoids) and those the node has.
+
+    Rows with the same set of types share one detail: the set is found per row as a
+    bit mask of type ids (a plain loop when there are too many types for one)."""
+    selector = request.selector
+    wanted = []
+    if selector.use_types:
+        wanted.append(f"wants {'/'.join(selector.use_types)}")
+    if selector.avoid_types:
+        wanted.append(f"avoids {'/'.join(selector.avoid_types)}")
+    types = index.types
+    ids = np.where(valid[hit], _take(index.cols.type_id, sub[hit]), -1)
+    if len(types) < 63:
+        bits = np.where(ids >= 0, np.left_shift(1, np.maximum(ids, 0)), 0)
+        keys = np.bitwise_or.reduce(bits, axis=1)
+    else:
+        codes: dict[frozenset[int], int] = {}
+        keys = np.array(
+            [codes.setdefault(frozenset(row.tolist()) - {-1}, len(codes)) for row in ids],
+            dtype=np.int64,
+        )
+    where, have = pending[hit], count[hit]
+    for key in np.unique(keys).tolist():
+        same = keys == key
+        present = sorted({types[t] for t in ids[same][0].tolist() if t >= 0})
+        detail = "; ".join([*wanted, f"node has {', '.join(present) or 'no gpu'}"])
+        verdicts.set(
+            where[same],
+            Reason.TYPE_MISMATCH,
+            k,
+            have[same],
+            unresolvable=True,
+            detail=verdicts.detail_code(detail),
+        )
 
 
 @dataclass(frozen=True, slots=True)
@@ -297,10 +349,11 @@ def _explain_usage(
         masks.append(masks[-1] & (grids.slots_free == grids.slots_total))
     reasons.append(Reason.MEMORY)
     masks.append(masks[-1] & (grids.mem_free >= need_mem))
-    reasons.append(Reason.CORES)
     if container.cores > 0:
+        reasons.append(Reason.CORES)
         masks.append(masks[-1] & (grids.cores_free >= container.cores))
-    else:
+    else:  # no share of the cores asked for, but some must be left to run at all
+        reasons.append(Reason.NO_COMPUTE)
         masks.append(masks[-1] & (grids.cores_free > 0))
 
     # The masks are cumulative, so counts only fall from stage to stage: the first stage a
@@ -337,8 +390,24 @@ def _explain_usage(
         elif reason is Reason.CORES:
             best = _kth_best(grids.cores_free, before, rows, k, grids.numa, numa_values)
             verdicts.set(where, reason, container.cores, best, unresolvable, on_k)
+        elif reason is Reason.NO_COMPUTE:
+            _set_no_compute(verdicts, where, k, counts[s][hit], unresolvable)
         else:
             verdicts.set(where, reason, k, counts[s][hit], unresolvable)
+
+
+def _set_no_compute(
+    verdicts: Verdicts, where: IntVec, k: int, have: IntVec, unresolvable: IntVec
+) -> None:
+    """A container asking no cores: one device short reads as no compute left on any;
+    with several devices, how many still have some."""
+    if k == 1:
+        verdicts.set(where, Reason.NO_COMPUTE, unresolvable=unresolvable)
+        return
+    for count in np.unique(have).tolist():
+        same = have == count
+        detail = verdicts.detail_code(f"{count} of {k} gpus have compute left")
+        verdicts.set(where[same], Reason.NO_COMPUTE, unresolvable=unresolvable[same], detail=detail)
 
 
 def _count(mask: BoolGrid, numa: IntGrid | None, numa_values: Sequence[int] | None) -> IntVec:

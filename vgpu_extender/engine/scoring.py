@@ -12,7 +12,10 @@ MAX_EXTENDER_PRIORITY = 10
 def extender_score_vector(raw: npt.NDArray[np.float64]) -> npt.NDArray[np.int64]:
     """Min-max scale raw scores (higher is better) to integers 0..10, as a vector.
 
-    Equal raw scores all get the maximum: none is preferred. NaN counts as the worst.
+    Equal raw scores all get the maximum: none is preferred. NaN (and -inf) counts as
+    the worst: it scores 0, and the finite scores are scaled to 1..10 beside it, so the
+    lowest scored node still ranks above one with no score (an unlabelled node under
+    label priority).
     """
     values = np.asarray(raw, dtype=np.float64)
     if len(values) == 0:
@@ -32,10 +35,13 @@ def extender_score_vector(raw: npt.NDArray[np.float64]) -> npt.NDArray[np.int64]
     lo, hi = float(values[finite].min()), float(values[finite].max())
     if hi <= lo:
         return np.where(finite, MAX_EXTENDER_PRIORITY, 0).astype(np.int64)
+    worst = values == -np.inf
+    floor = 1 if worst.any() else 0
     clipped = np.clip(values, lo, hi)
     scaled: npt.NDArray[np.int64] = np.rint(
-        (clipped - lo) * MAX_EXTENDER_PRIORITY / (hi - lo)
+        floor + (clipped - lo) * (MAX_EXTENDER_PRIORITY - floor) / (hi - lo)
     ).astype(np.int64)
+    scaled[worst] = 0
     return scaled
 
 
