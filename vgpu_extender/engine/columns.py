@@ -32,6 +32,8 @@ class DeviceColumns:
     usable: BoolGrid = field(init=False)
     healthy: BoolGrid = field(init=False)
     cordoned: BoolGrid = field(init=False)
+    #: Devices an import found over-committed: refused to new pods like cordoned ones.
+    conflicted: BoolGrid = field(init=False)
     mem_total: IntGrid = field(init=False)
     mem_free: IntGrid = field(init=False)
     cores_total: IntGrid = field(init=False)
@@ -59,6 +61,7 @@ class DeviceColumns:
         self.usable = np.zeros(shape, dtype=np.bool_)
         self.healthy = np.zeros(shape, dtype=np.bool_)
         self.cordoned = np.zeros(shape, dtype=np.bool_)
+        self.conflicted = np.zeros(shape, dtype=np.bool_)
         self.mem_total = np.zeros(shape, dtype=np.int64)
         self.mem_free = np.zeros(shape, dtype=np.int64)
         self.cores_total = np.zeros(shape, dtype=np.int64)
@@ -80,6 +83,7 @@ class DeviceColumns:
         "usable",
         "healthy",
         "cordoned",
+        "conflicted",
         "mem_total",
         "mem_free",
         "cores_total",
@@ -129,7 +133,11 @@ class DeviceColumns:
     def refresh_usable(self, row: int) -> None:
         """Recompute the static usability of one node's devices."""
         self.usable[row] = (
-            self.valid[row] & self.healthy[row] & ~self.cordoned[row] & self.node_ok[row]
+            self.valid[row]
+            & self.healthy[row]
+            & ~self.cordoned[row]
+            & ~self.conflicted[row]
+            & self.node_ok[row]
         )
 
 

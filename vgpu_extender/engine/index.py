@@ -50,6 +50,9 @@ class ClusterIndex:
         self._names: list[str | None] = [None] * initial_nodes
         self._free_rows: list[int] = list(range(initial_nodes - 1, -1, -1))
         self._inventory: dict[str, NodeInventory] = {}
+        #: Per node, devices refused to new pods for an allocation conflict (kept
+        #: across inventory updates; not part of the inventory).
+        self._conflicted: dict[str, frozenset[str]] = {}
         self._devices: list[tuple[Device, ...]] = [()] * initial_nodes
         self._slot_of_uuid: dict[str, tuple[int, int]] = {}
         self._types: list[str] = []
@@ -229,6 +232,7 @@ class ClusterIndex:
             cols.valid[row, slot] = True
             cols.healthy[row, slot] = dev.healthy
             cols.cordoned[row, slot] = dev.uuid in inventory.cordoned
+            cols.conflicted[row, slot] = dev.uuid in self._conflicted.get(inventory.name, ())
             cols.mem_total[row, slot] = cols.mem_free[row, slot] = dev.memory_mib
             cols.cores_total[row, slot] = cols.cores_free[row, slot] = dev.cores
             cols.slots_total[row, slot] = cols.slots_free[row, slot] = dev.count
@@ -279,6 +283,7 @@ class ClusterIndex:
         self._devices[row] = ()
         self._names[row] = None
         self._inventory.pop(name, None)
+        self._conflicted.pop(name, None)
         self._free_rows.append(row)
         return gone
 
@@ -296,6 +301,29 @@ class ClusterIndex:
             self.cols.cordoned[row, slot] = dev.uuid in wanted
         self.cols.refresh_usable(row)
         self._inventory[name] = replace(inv, cordoned=wanted)
+
+    def conflicted(self, name: str) -> frozenset[str]:
+        """Devices of ``name`` refused to new pods for an allocation conflict."""
+        return self._conflicted.get(name, frozenset())
+
+    def set_conflicted(self, name: str, uuids: Iterable[str]) -> None:
+        """Replace the devices of a node refused to new pods because a pod running on
+        them could not be recorded (it would over-commit them). Treated as a cordon:
+        pods already there keep their devices. Devices the node does not list are
+        ignored."""
+        row = self._row_of[name]
+        wanted = frozenset(uuids) & {d.uuid for d in self._devices[row]}
+        if wanted == self._conflicted.get(name, frozenset()):
+            return
+        if wanted:
+            self._conflicted[name] = wanted
+        else:
+            self._conflicted.pop(name, None)
+        self._version += 1
+        self._stamps[row] = self._version
+        for slot, dev in enumerate(self._devices[row]):
+            self.cols.conflicted[row, slot] = dev.uuid in wanted
+        self.cols.refresh_usable(row)
 
     # ----------------------------------------------------------------- allocations
     def apply(
