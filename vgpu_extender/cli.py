@@ -20,6 +20,7 @@ from typing import Annotated, Any
 import typer
 
 from vgpu_extender import inspect_cli
+from vgpu_extender.redaction import hide_passwords, redact_logging, shown_url
 from vgpu_extender.settings import Settings
 from vgpu_extender.settings_cli import settings_or_exit
 
@@ -81,6 +82,8 @@ def serve(
     logging.basicConfig(
         level=settings.log_level, format="%(asctime)s %(levelname)s %(name)s: %(message)s"
     )
+    redact_logging()
+    logging.getLogger("vgpu_extender").info("store: %s", shown_url(settings.database_url))
     ssl: dict[str, Any] = {}
     if settings.tls_cert is not None and settings.tls_key is not None:
         ssl = {"ssl_certfile": str(settings.tls_cert), "ssl_keyfile": str(settings.tls_key)}
@@ -111,7 +114,7 @@ def migrate(
         store.migrate(settings.database_url)
         revision = store.schema_revision(settings.database_url)
     except store.StoreError as exc:
-        typer.echo(f"migrate failed: {exc}", err=True)
+        typer.echo(f"migrate failed: {hide_passwords(str(exc))}", err=True)
         raise typer.Exit(1) from None
     typer.echo(f"database at revision {revision}")
 

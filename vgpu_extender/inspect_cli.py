@@ -20,6 +20,7 @@ from pydantic import TypeAdapter, ValidationError
 
 from vgpu_extender import store
 from vgpu_extender.api.schemas import NodeOut
+from vgpu_extender.redaction import hide_passwords, shown_url
 from vgpu_extender.services import admin
 
 _NODES = TypeAdapter(list[NodeOut])
@@ -42,7 +43,7 @@ def from_store(database_url: str, node: str | None) -> list[NodeOut]:
         revision = store.schema_revision(database_url)
         if revision is None:
             raise InspectError(
-                f"the database at {_shown(database_url)} holds no vgpu-extender schema; "
+                f"the database at {shown_url(database_url)} holds no vgpu-extender schema; "
                 "run `vgpu-extender migrate` or start the extender once"
             )
         engine = store.make_engine(database_url)
@@ -51,20 +52,29 @@ def from_store(database_url: str, node: str | None) -> list[NodeOut]:
         finally:
             engine.dispose()
     except store.StoreError as exc:
-        raise InspectError(f"cannot read the store: {exc}") from None
+        raise InspectError(f"cannot read the store: {hide_passwords(str(exc))}") from None
     if node is not None and not reports:
         raise InspectError(f"node {node!r} is not registered")
     return [NodeOut.of(report, devices=True) for report in reports]
 
 
 def from_server(
-    server: str, node: str | None, *, verify: bool | ssl.SSLContext = True, timeout_s: float = 30.0
+    server: str,
+    node: str | None,
+    *,
+    verify: bool | ssl.SSLContext = True,
+    timeout_s: float = 30.0,
+    token: str | None = None,
 ) -> list[NodeOut]:
-    """The same reports from a running extender's admin API."""
+    """The same reports from a running extender's admin API (with the bearer token,
+    which its reads need when it has one configured)."""
     path = f"/api/v1/nodes/{node}" if node is not None else "/api/v1/nodes"
     params = {} if node is not None else {"devices": "true"}
+    headers = {"Authorization": f"Bearer {token}"} if token else {}
     try:
-        with httpx.Client(base_url=server, verify=verify, timeout=timeout_s) as client:
+        with httpx.Client(
+            base_url=server, verify=verify, timeout=timeout_s, headers=headers
+        ) as client:
             response = client.get(path, params=params)
     except httpx.HTTPError as exc:
         raise InspectError(f"cannot reach the extender at {server}: {exc}") from None
@@ -79,13 +89,6 @@ def from_server(
         return _NODES.validate_json(payload)
     except ValidationError as exc:
         raise InspectError(f"the extender at {server} sent an unexpected answer: {exc}") from None
-
-
-def _shown(url: str) -> str:
-    try:
-        return store.parse_url(url).render_as_string(hide_password=True)
-    except store.StoreError:
-        return repr(url)
 
 
 # --------------------------------------------------------------------------- rendering
@@ -167,6 +170,14 @@ def inspect(
     insecure: Annotated[
         bool, typer.Option(help="Do not verify the server's TLS certificate.")
     ] = False,
+    token: Annotated[
+        str | None,
+        typer.Option(
+            envvar="VGPU_ADMIN_TOKEN",
+            show_default=False,
+            help="The extender's admin token, for --server (default: VGPU_ADMIN_TOKEN).",
+        ),
+    ] = None,
 ) -> None:
     """Per node and GPU: memory and cores used / total, and the pods holding them."""
     try:
@@ -174,7 +185,7 @@ def inspect(
             verify: bool | ssl.SSLContext = not insecure
             if ca_file is not None and not insecure:
                 verify = ssl.create_default_context(cafile=ca_file)
-            nodes = from_server(server, node, verify=verify)
+            nodes = from_server(server, node, verify=verify, token=token)
         else:
             from vgpu_extender.cli import load_settings
 

@@ -14,6 +14,7 @@ from pydantic_settings import BaseSettings, SettingsConfigDict
 
 from vgpu_extender.policies import BUILTIN as BUILTIN_POLICIES
 from vgpu_extender.policies.label_priority import DEFAULT_LABEL
+from vgpu_extender.redaction import hide_passwords
 
 #: kube-scheduler's default extender timeout is 5 s; HAMi's deployment uses 30 s.
 DEFAULT_RESERVATION_TTL_S = 120.0
@@ -22,8 +23,15 @@ DEFAULT_RESERVATION_TTL_S = 120.0
 class Settings(BaseSettings):
     """Everything the extender can be told."""
 
+    # hide_input_in_errors: a ValidationError printed as is (a traceback) must not
+    # carry a value such as the database URL's password; the CLI shows the values
+    # with the secrets hidden (settings_cli).
     model_config = SettingsConfigDict(
-        env_prefix="VGPU_", env_ignore_empty=True, extra="ignore", populate_by_name=True
+        env_prefix="VGPU_",
+        env_ignore_empty=True,
+        extra="ignore",
+        populate_by_name=True,
+        hide_input_in_errors=True,
     )
 
     # Listening.
@@ -93,6 +101,9 @@ class Settings(BaseSettings):
 
     # Administration.
     admin_token: SecretStr | None = None
+    #: Serve the reads (admin API, gpushare inspect, /metrics) to anyone. Off: they
+    #: need the token when one is configured, and come from loopback only when none is.
+    open_reads: bool = False
 
     # Standalone inventory.
     demo: bool = False
@@ -124,7 +135,7 @@ class Settings(BaseSettings):
         try:
             parse_url(value)
         except StoreInputError as exc:
-            raise ValueError(str(exc)) from None
+            raise ValueError(hide_passwords(str(exc))) from None
         return value
 
     @field_validator("inventory_file", "tls_cert", "tls_key", "kubeconfig")

@@ -43,6 +43,7 @@ def busy(tmp_path_factory: pytest.TempPathFactory) -> Iterator[RunningExtender]:
     """
     settings = standalone_settings(tmp_path_factory.mktemp("admin"), demo=True, admin_token=TOKEN)
     running = start_extender(settings)
+    running.client.headers.update(AUTH)  # reads need the token too
     try:
         place(running, pod_json("train-0", namespace="ml", mem=20000, cores=50), "demo-a100-1")
         place(running, pod_json("infer-1", namespace="ml", mem=4000, cores=10), "demo-a100-1")
@@ -324,6 +325,7 @@ def _document(*names: str, gpus: int = 2) -> dict[str, Any]:
 
 def test_inventory_put_replaces_the_standalone_inventory(extender: StartExtender) -> None:
     running = extender(demo=True, admin_token=TOKEN)
+    running.client.headers.update(AUTH)  # reads need the token too
     response = running.client.put("/api/v1/inventory", json=_document("l4-1", "l4-2"), headers=AUTH)
     assert response.status_code == 200
     assert response.json() == {
@@ -355,6 +357,7 @@ def test_bad_inventory_is_refused_and_changes_nothing(
     extender: StartExtender, document: dict[str, Any], message: str
 ) -> None:
     running = extender(demo=True, admin_token=TOKEN)
+    running.client.headers.update(AUTH)  # reads need the token too
     response = running.client.put("/api/v1/inventory", json=document, headers=AUTH)
     assert response.status_code == 400
     assert message in response.json()["detail"]
@@ -365,6 +368,7 @@ def test_inventory_put_is_refused_with_a_cluster(extender: StartExtender) -> Non
     kube = FakeKubeClient()
     kube.add_node(node_json("n1"))
     running = extender(kube=kube, admin_token=TOKEN)
+    running.client.headers.update(AUTH)  # reads need the token too
     response = running.client.put("/api/v1/inventory", json=_document("x"), headers=AUTH)
     assert response.status_code == 409
     assert "standalone mode" in response.json()["detail"]
@@ -377,6 +381,7 @@ def _t4_pod(name: str) -> dict[str, Any]:
 
 def test_cordon_keeps_new_pods_off_a_gpu_and_survives_a_restart(extender: StartExtender) -> None:
     running = extender(demo=True, admin_token=TOKEN)
+    running.client.headers.update(AUTH)  # reads need the token too
     for index in (0, 1):
         response = running.client.post(
             f"/api/v1/devices/{_gpu('demo-t4-2', index)}/cordon", headers=AUTH
@@ -392,6 +397,7 @@ def test_cordon_keeps_new_pods_off_a_gpu_and_survives_a_restart(extender: StartE
     running.stop()
 
     restarted = extender(admin_token=TOKEN)  # same database, no demo: the store's nodes
+    restarted.client.headers.update(AUTH)  # reads need the token too
     node = restarted.client.get("/api/v1/nodes/demo-t4-2").json()
     assert node["cordoned_gpus"] == 2
     response = restarted.client.post(
@@ -407,6 +413,7 @@ def test_cordon_with_a_cluster_writes_hamis_node_annotation(extender: StartExten
     kube = FakeKubeClient()
     kube.add_node(node_json("n1", gpus=2))
     running = extender(kube=kube, admin_token=TOKEN)
+    running.client.headers.update(AUTH)  # reads need the token too
     response = running.client.post("/api/v1/devices/GPU-n1-1/cordon", headers=AUTH)
     assert response.status_code == 200
     annotations = kube.get_node("n1")["metadata"]["annotations"]
@@ -424,6 +431,7 @@ def test_cordon_with_a_cluster_writes_hamis_node_annotation(extender: StartExten
 
 def test_cordon_of_an_unknown_gpu_is_404(extender: StartExtender) -> None:
     running = extender(demo=True, admin_token=TOKEN)
+    running.client.headers.update(AUTH)  # reads need the token too
     response = running.client.post("/api/v1/devices/GPU-nope/cordon", headers=AUTH)
     assert response.status_code == 404
     assert response.json() == {"detail": "no registered GPU has UUID 'GPU-nope'"}

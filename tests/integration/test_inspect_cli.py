@@ -133,3 +133,44 @@ def test_reading_the_store_changes_nothing(running: RunningExtender) -> None:
     _inspect("--database-url", url)
     assert store.schema_revision(url) == before
     assert running.client.get("/api/v1/summary").json()["pods"] == 3
+
+
+# --------------------------------------------------------------------------- token
+TOKEN = "inspect-Token"
+
+
+@pytest.fixture(scope="module")
+def guarded(tmp_path_factory: pytest.TempPathFactory) -> Iterator[RunningExtender]:
+    """The demo with an admin token configured: its reads need the token."""
+    settings = standalone_settings(tmp_path_factory.mktemp("guarded"), demo=True, admin_token=TOKEN)
+    server = start_extender(settings)
+    yield server
+    server.stop()
+
+
+def test_a_server_with_a_token_refuses_inspect_without_it(guarded: RunningExtender) -> None:
+    result = CliRunner().invoke(
+        app, ["inspect", "--server", guarded.url], env={"VGPU_ADMIN_TOKEN": ""}
+    )
+    assert result.exit_code == 1
+    assert "answered 401" in result.stderr and "missing bearer token" in result.stderr
+
+
+@pytest.mark.parametrize("how", ["flag", "environment"])
+def test_inspect_sends_the_token(guarded: RunningExtender, how: str) -> None:
+    argv = ["inspect", "demo-t4-1", "--server", guarded.url]
+    env = {"VGPU_ADMIN_TOKEN": TOKEN if how == "environment" else ""}
+    if how == "flag":
+        argv += ["--token", TOKEN]
+    result = CliRunner().invoke(app, argv, env=env)
+    assert result.exit_code == 0, result.output
+    assert result.stdout.splitlines()[1].startswith("demo-t4-1")
+    assert TOKEN not in result.output
+
+
+def test_a_store_error_never_shows_the_password() -> None:
+    url = f"postgresql+psycopg://vgpu:S3cretPW-inspect@127.0.0.1:{free_port()}/x?connect_timeout=2"
+    result = CliRunner().invoke(app, ["inspect", "--database-url", url])
+    assert result.exit_code == 1
+    assert "cannot read the store" in result.stderr
+    assert "S3cretPW-inspect" not in result.output

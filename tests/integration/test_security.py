@@ -1,7 +1,9 @@
-"""Who may change what, and TLS on every endpoint.
+"""Who may read and change what, and TLS on every endpoint.
 
-Reads are open; every mutating admin call needs the bearer token, and is refused
-while no token is configured. TLS is checked on the real command line, with a
+Reads (admin API, gpushare inspect, /metrics) need the bearer token when one is
+configured, unless open_reads; with none configured they answer loopback clients
+only. Every mutating admin call needs the token, and is refused while none is
+configured. The probes stay open. TLS is checked on the real command line, with a
 certificate made for the test.
 """
 
@@ -36,16 +38,28 @@ MUTATIONS = [
     ("POST", f"/api/v1/devices/{GPU}/uncordon", None),
 ]
 MUTATION_IDS = ["inventory", "cordon", "uncordon"]
-READS = [
+GUARDED_READS = [
     "/api/v1/nodes",
     "/api/v1/nodes/demo-t4-1",
     "/api/v1/summary",
     "/api/v1/allocations",
+    "/api/v1/pods/default/nobody",
     "/gpushare-scheduler/inspect",
+    "/gpushare-scheduler/inspect/demo-t4-1",
     "/metrics",
-    "/healthz",
-    "/readyz",
 ]
+PROBES = ["/healthz", "/readyz"]
+READS = [*GUARDED_READS, *PROBES]
+AUTH = {"Authorization": f"Bearer {TOKEN}"}
+
+
+def _ids(paths: list[str]) -> list[str]:
+    return [p.strip("/").replace("/", "-") for p in paths]
+
+
+def _answered(response: httpx.Response) -> bool:
+    """Served by the endpoint itself (a 404 for an unknown pod counts), not refused."""
+    return response.status_code in (200, 404) and "bearer" not in response.text.lower()
 
 
 @pytest.fixture(scope="module")
@@ -65,12 +79,53 @@ def servers(
             running.stop()
 
 
-@pytest.mark.parametrize("path", READS, ids=[p.strip("/").replace("/", "-") for p in READS])
-@pytest.mark.parametrize("token", [TOKEN, None], ids=["token-configured", "no-token"])
-def test_reads_need_no_token(
-    servers: dict[str | None, RunningExtender], token: str | None, path: str
+@pytest.mark.parametrize("path", GUARDED_READS, ids=_ids(GUARDED_READS))
+@pytest.mark.parametrize(
+    ("headers", "message"),
+    [
+        ({}, "missing bearer token"),
+        ({"Authorization": f"Basic {TOKEN}"}, "missing bearer token"),
+        ({"Authorization": f"Bearer {TOKEN}x"}, "wrong bearer token"),
+    ],
+    ids=["no-header", "other-scheme", "wrong-token"],
+)
+def test_reads_need_the_configured_token(
+    servers: dict[str | None, RunningExtender], path: str, headers: dict[str, str], message: str
 ) -> None:
-    assert servers[token].client.get(path).status_code == 200
+    response = servers[TOKEN].client.get(path, headers=headers)
+    assert response.status_code == 401
+    assert message in response.json()["detail"]
+    assert response.headers["www-authenticate"] == "Bearer"
+
+
+@pytest.mark.parametrize("path", GUARDED_READS, ids=_ids(GUARDED_READS))
+def test_reads_go_through_with_the_token(
+    servers: dict[str | None, RunningExtender], path: str
+) -> None:
+    assert _answered(servers[TOKEN].client.get(path, headers=AUTH))
+
+
+@pytest.mark.parametrize("path", READS, ids=_ids(READS))
+def test_loopback_reads_need_no_token_while_none_is_configured(
+    servers: dict[str | None, RunningExtender], path: str
+) -> None:
+    assert _answered(servers[None].client.get(path))
+
+
+@pytest.mark.parametrize("path", PROBES, ids=_ids(PROBES))
+def test_probes_need_no_token(servers: dict[str | None, RunningExtender], path: str) -> None:
+    assert servers[TOKEN].client.get(path).status_code == 200
+
+
+def test_open_reads_serves_reads_without_the_token_but_not_changes(
+    extender: StartExtender,
+) -> None:
+    running = extender(demo=True, admin_token=TOKEN, open_reads=True)
+    for path in GUARDED_READS:
+        assert _answered(running.client.get(path)), path
+    response = running.client.post(f"/api/v1/devices/{GPU}/cordon")
+    assert response.status_code == 401
+    assert running.client.get("/api/v1/nodes/demo-t4-1").json()["cordoned_gpus"] == 0
 
 
 @pytest.mark.parametrize(("method", "path", "body"), MUTATIONS, ids=MUTATION_IDS)
@@ -102,9 +157,9 @@ def test_changes_are_refused_without_the_token(
     if status == 401:
         assert response.headers["www-authenticate"] == "Bearer"
     # Nothing changed.
-    node = running.client.get("/api/v1/nodes/demo-t4-1").json()
+    node = running.client.get("/api/v1/nodes/demo-t4-1", headers=AUTH).json()
     assert node["cordoned_gpus"] == 0
-    assert len(running.client.get("/api/v1/nodes").json()) == 4
+    assert len(running.client.get("/api/v1/nodes", headers=AUTH).json()) == 4
 
 
 @pytest.mark.parametrize(("method", "path", "body"), MUTATIONS[1:], ids=MUTATION_IDS[1:])
@@ -161,7 +216,7 @@ def test_every_endpoint_answers_over_tls(certificate: tuple[Path, Path], tmp_pat
         ) as client:
             _wait_for(client, process.log)
             for path in READS:
-                assert client.get(path).status_code == 200, path
+                assert _answered(client.get(path, headers=AUTH)), path
             pod = pod_json("p", mem=1000)
             assert client.post("/filter", json=args(pod, ["demo-t4-1"])).json()["NodeNames"] == [
                 "demo-t4-1"

@@ -78,10 +78,10 @@ class RunningExtender:
         self.thread.join(STARTUP_TIMEOUT_S)
 
 
-def serve(app: FastAPI) -> RunningExtender:
-    """Run ``app`` under uvicorn on a free loopback port until ``stop()``."""
+def serve(app: FastAPI, *, host: str = "127.0.0.1") -> RunningExtender:
+    """Run ``app`` under uvicorn on a free port of ``host`` (loopback) until ``stop()``."""
     config = uvicorn.Config(
-        app, host="127.0.0.1", port=0, log_level="warning", lifespan="on", access_log=False
+        app, host=host, port=0, log_level="warning", lifespan="on", access_log=False
     )
     server = uvicorn.Server(config)
     thread = threading.Thread(target=server.run, name="extender-under-test", daemon=True)
@@ -91,7 +91,7 @@ def serve(app: FastAPI) -> RunningExtender:
         if not thread.is_alive():
             raise RuntimeError("the extender did not start (see the log above)")
     port = server.servers[0].sockets[0].getsockname()[1]
-    return RunningExtender(app, f"http://127.0.0.1:{port}", server, thread)
+    return RunningExtender(app, f"http://{host}:{port}", server, thread)
 
 
 def start_extender(settings: Settings, *, kube: KubeClient | None = None) -> RunningExtender:

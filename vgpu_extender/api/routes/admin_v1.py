@@ -1,8 +1,9 @@
 """The admin API under ``/api/v1``: what the scheduler holds, a dry run, and changes.
 
-Reads are open; the changes (inventory, cordon) need the bearer token. Bad input is a
-4xx whose ``detail`` names the field and value; a store that cannot be reached is a
-503. Handlers that touch the store are plain ``def``: they run in the thread pool.
+Reads need the bearer token when one is configured, and a loopback client when none
+is (``security.require_reader``); the changes (inventory, cordon) need the token. Bad
+input is a 4xx whose ``detail`` names the field and value; a store that cannot be
+reached is a 503. Handlers that touch the store are plain ``def``: they run in the thread pool.
 """
 
 # No ``from __future__ import annotations``: FastAPI reads these signatures at runtime.
@@ -25,7 +26,7 @@ from vgpu_extender.api.schemas import (
     WhatIfIn,
     WhatIfOut,
 )
-from vgpu_extender.api.security import AdminDep
+from vgpu_extender.api.security import AdminDep, ReaderDep
 from vgpu_extender.api.verbs import RuntimeDep
 from vgpu_extender.domain import InventoryError, RequestError
 from vgpu_extender.engine import AllocationError
@@ -37,14 +38,18 @@ from vgpu_extender.services.allocation_queries import (
 )
 from vgpu_extender.services.inventory import parse_inventory_document
 
-router = APIRouter(prefix="/api/v1", tags=["admin"])
+router = APIRouter(prefix="/api/v1", tags=["admin"], dependencies=[ReaderDep])
 
 _ERRORS: dict[int | str, dict[str, Any]] = {
-    code: {"model": ErrorOut} for code in (400, 404, 409, 503)
+    **{code: {"model": ErrorOut} for code in (400, 404, 409, 503)},
+    401: {"model": ErrorOut, "description": "Missing or wrong bearer token."},
+    403: {
+        "model": ErrorOut,
+        "description": "No admin_token configured and the client is not on loopback.",
+    },
 }
 _AUTH_ERRORS: dict[int | str, dict[str, Any]] = {
     **_ERRORS,
-    401: {"model": ErrorOut, "description": "Missing or wrong bearer token."},
     403: {"model": ErrorOut, "description": "No admin_token configured: changes are off."},
 }
 Name = Annotated[str, Path(min_length=1, max_length=253)]

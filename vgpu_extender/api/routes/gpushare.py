@@ -15,10 +15,11 @@ from fastapi.responses import JSONResponse
 
 from vgpu_extender import store
 from vgpu_extender.api.schemas import ErrorOut, GpushareInspectOut, GpushareNodeOut
+from vgpu_extender.api.security import ReaderDep
 from vgpu_extender.api.verbs import RuntimeDep
 from vgpu_extender.services import admin
 
-router = APIRouter(prefix="/gpushare-scheduler", tags=["gpushare"])
+router = APIRouter(prefix="/gpushare-scheduler", tags=["gpushare"], dependencies=[ReaderDep])
 
 
 def _inspect(runtime: RuntimeDep, node: str | None) -> JSONResponse:

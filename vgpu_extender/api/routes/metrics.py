@@ -5,9 +5,11 @@
 from fastapi import APIRouter, Response
 
 from vgpu_extender.api.operations import OperationsDep
+from vgpu_extender.api.security import ReaderDep
 from vgpu_extender.metrics import CONTENT_TYPE
 
-router = APIRouter(tags=["metrics"])
+#: Guarded as every read: the gauges name each pod, namespace and GPU UUID.
+router = APIRouter(tags=["metrics"], dependencies=[ReaderDep])
 
 
 @router.get(
