@@ -223,7 +223,7 @@ def test_updates_are_not_mutated(running: RunningExtender) -> None:
 @pytest.mark.parametrize(
     ("pod", "message"),
     [
-        (_pod({"nvidia.com/gpu": "1"}, privileged=True), "is privileged and asks for a GPU"),
+        (_pod({"nvidia.com/gpu": "1"}, privileged=True), "is privileged in a pod that asks"),
         (_pod({"nvidia.com/gpu": "1"}, node="gpu-1"), "spec.nodeName is already set ('gpu-1')"),
         (
             _pod({"nvidia.com/gpu": "1", "nvidia.com/gpumem-percentage": "120"}),
@@ -255,22 +255,137 @@ def test_pods_that_can_never_run_are_denied_with_the_reason(
     assert "patch" not in response
 
 
+UID = "705ab4f5-6393-11e8-b7cc-42010a800002"
+
+
+def _refusal(running: RunningExtender, body: bytes) -> dict[str, Any]:
+    """POST raw bytes; the answer must be a refused AdmissionReview with HTTP 200."""
+    answer = running.client.post(
+        "/webhook", content=body, headers={"Content-Type": "application/json"}
+    )
+    assert answer.status_code == 200, answer.text
+    review = answer.json()
+    assert review["kind"] == "AdmissionReview"
+    assert review["apiVersion"] == "admission.k8s.io/v1"
+    response: dict[str, Any] = review["response"]
+    assert response["allowed"] is False
+    assert response["status"]["code"] == 400 and response["status"]["reason"] == "BadRequest"
+    assert response["status"]["message"].startswith("malformed AdmissionReview: ")
+    assert "patch" not in response
+    return response
+
+
 @pytest.mark.parametrize(
-    ("body", "field"),
+    ("body", "field", "uid"),
     [
-        ({**_review(_pod()), "kind": "Pod"}, "kind"),
-        ({**_review(_pod()), "apiVersion": "v1"}, "apiVersion"),
-        ({"apiVersion": "admission.k8s.io/v1", "kind": "AdmissionReview"}, "request"),
-        ({**_review(_pod()), "request": {"object": _pod()}}, "uid"),
+        ({**_review(_pod()), "kind": "Pod"}, "kind", UID),
+        ({**_review(_pod()), "apiVersion": "v1"}, "apiVersion", UID),
+        ({"apiVersion": "admission.k8s.io/v1", "kind": "AdmissionReview"}, "request", ""),
+        ({**_review(_pod()), "request": {"object": _pod()}}, "request.uid", ""),
+        ({**_review(_pod()), "request": {"uid": 7}}, "request.uid", ""),
     ],
-    ids=["wrong-kind", "wrong-version", "no-request", "no-uid"],
+    ids=["wrong-kind", "wrong-version", "no-request", "no-uid", "uid-not-a-string"],
 )
-def test_malformed_reviews_are_422_naming_the_field(
-    running: RunningExtender, body: dict[str, Any], field: str
+def test_malformed_reviews_are_refused_in_a_review_naming_the_field(
+    running: RunningExtender, body: dict[str, Any], field: str, uid: str
 ) -> None:
-    response = running.client.post("/webhook", json=body)
-    assert response.status_code == 422
-    assert field in {str(part) for error in response.json()["detail"] for part in error["loc"]}
+    response = _refusal(running, json.dumps(body).encode())
+    assert response["uid"] == uid
+    assert f"{field}: " in response["status"]["message"]
+
+
+@pytest.mark.parametrize(
+    "body",
+    [b"\xff\xfe\x00garbage", b'{"apiVersion": ', b"[]", b"null", b"", b"[" * 100_000],
+    ids=["not-utf8", "truncated", "a-list", "null", "empty", "deep-nesting"],
+)
+def test_unparsable_bytes_are_refused_in_a_review_without_a_uid(
+    running: RunningExtender, body: bytes
+) -> None:
+    assert _refusal(running, body)["uid"] == ""
+
+
+def test_the_schema_documents_the_refusal_and_no_422(running: RunningExtender) -> None:
+    operation = running.client.get("/openapi.json").json()["paths"]["/webhook"]["post"]
+    assert "422" not in operation["responses"]
+    described = operation["responses"]["200"]["description"]
+    assert "allowed false" in described and "status.code 400" in described
+    assert "requestBody" in operation
+
+
+PRIVILEGED = {"securityContext": {"privileged": True}}
+
+
+def _with(pod: dict[str, Any], kind: str, container: dict[str, Any]) -> dict[str, Any]:
+    result = copy.deepcopy(pod)
+    result["spec"].setdefault(kind, []).append(container)
+    return result
+
+
+@pytest.mark.parametrize(
+    ("pod", "where"),
+    [
+        (
+            _with(_pod({"nvidia.com/gpu": "1"}), "containers", {"name": "proxy", **PRIVILEGED}),
+            "'proxy' (/spec/containers/1)",
+        ),
+        (
+            _with(_pod({"nvidia.com/gpu": "1"}), "initContainers", {"name": "setup", **PRIVILEGED}),
+            "'setup' (/spec/initContainers/0)",
+        ),
+        (
+            _with(
+                _pod({"cpu": "1"}, init={"nvidia.com/gpu": "1"}),
+                "containers",
+                {"name": "agent", **PRIVILEGED},
+            ),
+            "'agent' (/spec/containers/1)",
+        ),
+        (
+            _with(
+                _pod({"nvidia.com/gpu": "1"}), "ephemeralContainers", {"name": "dbg", **PRIVILEGED}
+            ),
+            "'dbg' (/spec/ephemeralContainers/0)",
+        ),
+        (
+            _pod({"nvidia.com/gpu": "1"}, privileged=True, labels={"hami.io/webhook": "ignore"}),
+            "'main' (/spec/containers/0)",
+        ),
+        (
+            _pod(
+                {"nvidia.com/gpu": "1"}, privileged=True, annotations={"hami.io/webhook": "ignore"}
+            ),
+            "'main' (/spec/containers/0)",
+        ),
+        (
+            _pod({"nvidia.com/gpu": "1"}, privileged=True, scheduler="volcano"),
+            "'main' (/spec/containers/0)",
+        ),
+    ],
+    ids=[
+        "sidecar-asking-for-nothing",
+        "init-container",
+        "gpu-only-in-init",
+        "ephemeral",
+        "ignore-label",
+        "ignore-annotation",
+        "other-scheduler",
+    ],
+)
+def test_a_privileged_container_anywhere_in_a_gpu_pod_is_denied(
+    running: RunningExtender, pod: dict[str, Any], where: str
+) -> None:
+    response = _admit(running, pod)
+    assert response["allowed"] is False
+    assert response["status"]["code"] == 403
+    message = response["status"]["message"]
+    assert f"container {where} is privileged in a pod that asks for a GPU" in message
+    assert "patch" not in response
+
+
+def test_a_privileged_pod_asking_for_no_gpu_is_not_ours_to_judge(running: RunningExtender) -> None:
+    response = _admit(running, _pod({"cpu": "1"}, privileged=True))
+    assert response["allowed"] is True and "patch" not in response
 
 
 def test_a_review_without_a_pod_is_denied(running: RunningExtender) -> None:

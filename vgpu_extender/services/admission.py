@@ -2,19 +2,22 @@
 
 For a pod that asks for a managed resource (in any container, init containers too):
 
+- deny any privileged container in it, whether or not that container asks for a GPU
+  (an init container, a sidecar): a privileged container sees every GPU of the node,
+  so no share of the pod holds and other tenants' GPUs are open to it. Nothing skips
+  this check, ``hami.io/webhook: ignore`` included;
 - deny what could never run as asked: ``spec.nodeName`` already set (the pod skips
-  the scheduler, so no GPU share would ever be recorded), a privileged container that
-  asks for GPUs (it sees every GPU of the node, so no limit holds), and any request
-  the extender cannot read (a percentage or cores over 100, a count of 0 with memory,
-  a malformed quantity or policy annotation), with the reason in the message;
+  the scheduler, so no GPU share would ever be recorded), and any request the
+  extender cannot read (a percentage or cores over 100, a count of 0 with memory, a
+  malformed quantity or policy annotation), with the reason in the message;
 - set ``schedulerName`` to ours, unless the pod names some other scheduler;
 - apply HAMi's defaults, so HAMi's device plugin and HAMi-core see what HAMi's own
   webhook would have written: a container that gives memory or cores but no count
   gets one GPU; one that gives a bare count (or 100 % of memory) gets ``gpucores:
   100``, an exclusive GPU; ``nvidia.com/priority`` becomes ``CUDA_TASK_PRIORITY``.
 
-Pods that ask for no managed resource, and pods labelled or annotated
-``hami.io/webhook: ignore``, pass untouched.
+Pods that ask for no managed resource, and (privileged check aside) pods labelled or
+annotated ``hami.io/webhook: ignore``, pass untouched.
 """
 
 from __future__ import annotations
@@ -35,6 +38,10 @@ REPLACEABLE_SCHEDULERS = frozenset({"", "default-scheduler"})
 PRIORITY_ENV = "CUDA_TASK_PRIORITY"
 #: Init containers first: the order of ``PodRequest.containers``.
 _KINDS = ("initContainers", "containers")
+#: Every kind of container a pod can run; ephemeral ones (``kubectl debug``) are
+#: added later through their own subresource, but a pod may arrive with them.
+_ALL_KINDS = (*_KINDS, "ephemeralContainers")
+_STATUS_REASONS = {400: "BadRequest", 403: "Forbidden"}
 
 
 @dataclass(frozen=True, slots=True)
@@ -91,13 +98,15 @@ def decide(
     names = names or ResourceNames.of(vendor)
     metadata = _mapping(pod.get("metadata"))
     spec = _mapping(pod.get("spec"))
+    containers = list(_containers(spec))
+    if not any(_asks(c, names.managed) for _path, c in containers):
+        return Decision(True, "asks for no managed resource")
+    privileged = _privileged(spec)
+    if privileged is not None:
+        return privileged
     for key in ("labels", "annotations"):
         if _mapping(metadata.get(key)).get(IGNORE_KEY) == IGNORE_VALUE:
             return Decision(True, f"{key[:-1]} {IGNORE_KEY}={IGNORE_VALUE}: left alone")
-    containers = list(_containers(spec))
-    asking = [(path, c) for path, c in containers if _asks(c, names.managed)]
-    if not asking:
-        return Decision(True, "asks for no managed resource")
     current = spec.get("schedulerName") or ""
     if current not in REPLACEABLE_SCHEDULERS and current != scheduler_name:
         return Decision(True, f"scheduled by {current!r}: left alone")
@@ -108,14 +117,6 @@ def decide(
             f"spec.nodeName is already set ({node!r}): the pod would skip the scheduler, "
             "so its GPU share would never be allocated; leave nodeName empty",
         )
-    for path, container in asking:
-        if _mapping(container.get("securityContext")).get("privileged") is True:
-            return Decision(
-                False,
-                f"container {container.get('name')!r} ({path}) is privileged and asks for a "
-                "GPU: a privileged container sees every GPU of the node, so its share "
-                "cannot be enforced",
-            )
     try:
         request = vendor.parse_pod(pod)
     except RequestError as exc:
@@ -128,14 +129,16 @@ def decide(
     return Decision(True, "", tuple(patch))
 
 
-def response(uid: str, decision: Decision, *, api_version: str) -> dict[str, Any]:
-    """The AdmissionReview answer for ``decision``."""
+def response(uid: str, decision: Decision, *, api_version: str, code: int = 403) -> dict[str, Any]:
+    """The AdmissionReview answer for ``decision``; ``code`` is a refusal's status
+    (403: the pod is refused; 400: the review itself could not be read)."""
     answer: dict[str, Any] = {"uid": uid, "allowed": decision.allowed}
     if decision.patch:
         answer["patchType"] = "JSONPatch"
         answer["patch"] = base64.b64encode(json.dumps(list(decision.patch)).encode()).decode()
     if not decision.allowed:
-        answer["status"] = {"code": 403, "reason": "Forbidden", "message": decision.message}
+        reason = _STATUS_REASONS.get(code, "Forbidden")
+        answer["status"] = {"code": code, "reason": reason, "message": decision.message}
     return {"apiVersion": api_version, "kind": "AdmissionReview", "response": answer}
 
 
@@ -144,11 +147,27 @@ def _mapping(value: object) -> Mapping[str, Any]:
     return value if isinstance(value, Mapping) else {}
 
 
-def _containers(spec: Mapping[str, Any]) -> list[tuple[str, Mapping[str, Any]]]:
-    """(JSON pointer, container) for every container, init containers first: the order
-    of ``PodRequest.containers``."""
+def _privileged(spec: Mapping[str, Any]) -> Decision | None:
+    """The refusal of a GPU pod with a privileged container of any kind, if it has one."""
+    for path, container in _containers(spec, _ALL_KINDS):
+        if _mapping(container.get("securityContext")).get("privileged") is True:
+            return Decision(
+                False,
+                f"container {container.get('name')!r} ({path}) is privileged in a pod that "
+                "asks for a GPU: a privileged container sees every GPU of the node, so the "
+                "pod's share cannot be enforced and other pods' GPUs are open to it; drop "
+                "securityContext.privileged (hami.io/webhook: ignore does not skip this)",
+            )
+    return None
+
+
+def _containers(
+    spec: Mapping[str, Any], kinds: Sequence[str] = _KINDS
+) -> list[tuple[str, Mapping[str, Any]]]:
+    """(JSON pointer, container) for every container of ``kinds``, init containers
+    first: the order of ``PodRequest.containers``."""
     found: list[tuple[str, Mapping[str, Any]]] = []
-    for kind in _KINDS:
+    for kind in kinds:
         items = spec.get(kind)
         if isinstance(items, Sequence) and not isinstance(items, str):
             found.extend(
