@@ -75,8 +75,7 @@ def serve(
             "log_level": log_level.upper() if log_level else None,
         }
     )
-    import uvicorn
-
+    from vgpu_extender import tls_reload
     from vgpu_extender.api import create_app
 
     logging.basicConfig(
@@ -87,8 +86,10 @@ def serve(
     ssl: dict[str, Any] = {}
     if settings.tls_cert is not None and settings.tls_key is not None:
         ssl = {"ssl_certfile": str(settings.tls_cert), "ssl_keyfile": str(settings.tls_key)}
-    uvicorn.run(
+    # uvicorn.run's, with the certificate reloaded when its files change.
+    tls_reload.run(
         create_app(settings, freeze_gc=True),
+        interval_s=settings.tls_reload_interval_s,
         host=settings.host,
         port=settings.port,
         log_level=settings.log_level.lower(),

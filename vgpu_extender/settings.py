@@ -39,6 +39,9 @@ class Settings(BaseSettings):
     port: int = Field(default=8888, ge=0, le=65535)
     tls_cert: Path | None = None
     tls_key: Path | None = None
+    #: How often the certificate and key files are checked; a renewed pair is served
+    #: to new connections within this, without a restart.
+    tls_reload_interval_s: float = Field(default=10.0, gt=0, le=3600)
     #: Answer the scheduler verbs only to loopback clients (a kube-scheduler sidecar).
     verbs_localhost_only: bool = False
     #: Bodies larger than this are refused with a clear ``Error`` (non-cache mode at
