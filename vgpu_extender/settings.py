@@ -39,9 +39,6 @@ class Settings(BaseSettings):
     port: int = Field(default=8888, ge=0, le=65535)
     tls_cert: Path | None = None
     tls_key: Path | None = None
-    #: How often the certificate and key files are checked; a renewed pair is served
-    #: to new connections within this, without a restart.
-    tls_reload_interval_s: float = Field(default=10.0, gt=0, le=3600)
     #: Answer the scheduler verbs only to loopback clients (a kube-scheduler sidecar).
     verbs_localhost_only: bool = False
     #: Bodies larger than this are refused with a clear ``Error`` (non-cache mode at
@@ -94,6 +91,10 @@ class Settings(BaseSettings):
     #: extender binds, so this doubles the Event writes for no new fact. Failures are
     #: always recorded.
     bind_success_events: bool = False
+    #: After a Binding whose answer was lost (a 504, a connection closed or a read
+    #: timeout once it was sent), how long the bind keeps reading the pod back while it
+    #: shows unbound, since the Binding may still land, before it gives the devices back.
+    bind_check_window_s: float = Field(default=5.0, ge=0, le=60)
     #: Hold a coordination.k8s.io Lease; /readyz is ready only while this replica leads.
     leader_elect: bool = False
     leader_lease_name: str = Field(default="vgpu-extender", min_length=1)

@@ -51,6 +51,7 @@ EXPECTED = [
             ("", "pods/binding", ("create",)),
             ("", "nodes", ("get", "list", "watch", "patch")),
             ("", "events", ("create",)),
+            ("policy", "poddisruptionbudgets", ("list",)),
         ),
     ),
     (

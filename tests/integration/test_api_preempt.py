@@ -7,13 +7,16 @@ victim must go, and which one depends on priorities.
 
 from __future__ import annotations
 
+import json
 from collections.abc import Iterator
+from pathlib import Path
 from typing import Any
 
 import pytest
 
 from tests.support.server import (
     RunningExtender,
+    args,
     place,
     pod_json,
     standalone_settings,
@@ -54,18 +57,31 @@ UIDS = [p["metadata"]["uid"] for p in VICTIMS]
 @pytest.mark.parametrize(
     ("candidates", "expected"),
     [
-        # Received in decreasing priority: the last is the lowest, and one is enough.
+        # What kube-scheduler sends when only the GPU is short: no victim at all. The
+        # extender chooses: all four have priority 0 and free one GPU each, so the most
+        # recently started (placed last) goes.
+        ({"demo-t4-1": []}, {"demo-t4-1": [UIDS[3]]}),
+        # The order kube-scheduler listed them in does not decide; the same rule does.
         ({"demo-t4-1": UIDS}, {"demo-t4-1": [UIDS[3]]}),
-        ({"demo-t4-1": list(reversed(UIDS))}, {"demo-t4-1": [UIDS[0]]}),
-        # A node with free room keeps kube-scheduler's own victims.
+        ({"demo-t4-1": list(reversed(UIDS))}, {"demo-t4-1": [UIDS[3]]}),
+        # A node with free room keeps kube-scheduler's own victims ...
         ({"demo-t4-2": ["other-pod"]}, {"demo-t4-2": ["other-pod"]}),
-        # Unknown nodes and victims that hold nothing useful are dropped.
+        # ... but is dropped when it proposed none (an empty list is an error to it).
+        ({"demo-t4-2": []}, {}),
         ({"no-such-node": UIDS}, {}),
-        ({"demo-t4-1": ["holds-no-gpu"]}, {}),
-        # An empty or null entry is never sent back.
-        ({"demo-t4-1": []}, {}),
+        # A proposed victim holding no device stays (kube-scheduler needs it for what
+        # it accounts for itself), after the GPU holder, the more important one.
+        ({"demo-t4-1": ["holds-no-gpu"]}, {"demo-t4-1": [UIDS[3], "holds-no-gpu"]}),
     ],
-    ids=["lowest-last", "lowest-first", "room-already", "unknown-node", "useless", "empty"],
+    ids=[
+        "none-proposed",
+        "proposed-all",
+        "proposed-reversed",
+        "room-already",
+        "room-none-proposed",
+        "unknown-node",
+        "non-holder-kept",
+    ],
 )
 def test_meta_victims(
     filled: RunningExtender, candidates: dict[str, list[str]], expected: dict[str, list[str]]
@@ -76,8 +92,18 @@ def test_meta_victims(
         {"Pod": PREEMPTOR, "NodeNameToVictims": None, "NodeNameToMetaVictims": _meta(candidates)},
     )
     assert _uids(answer) == expected
+    assert "NodeNameToVictims" not in answer  # names mode: UIDs only
     # Preempt is advice: nothing is released until the pods are really gone.
     assert len(running.runtime.cluster.index.pods_on("demo-t4-1")) == len(VICTIMS)
+
+
+def test_only_pods_of_lower_priority_are_victims(filled: RunningExtender) -> None:
+    running = filled
+    same = pod_json("peer", mem=7000, priority=0)  # as important as every victim
+    answer = running.verb(
+        "/preempt", {"Pod": same, "NodeNameToMetaVictims": _meta({"demo-t4-1": []})}
+    )
+    assert answer == {"NodeNameToMetaVictims": {}}
 
 
 def test_full_victim_pods_are_ranked_by_their_priority(filled: RunningExtender) -> None:
@@ -98,6 +124,27 @@ def test_full_victim_pods_are_ranked_by_their_priority(filled: RunningExtender) 
     assert answer["NodeNameToMetaVictims"] == {
         "demo-t4-1": {"Pods": [{"UID": UIDS[1]}], "NumPDBViolations": 1}
     }
+    # Victims received as pods go back as pods too, as received.
+    assert answer["NodeNameToVictims"] == {
+        "demo-t4-1": {"Pods": [victims[1]], "NumPDBViolations": 1}
+    }
+
+
+def test_full_pods_mode_with_no_victims_names_pods_it_chose(filled: RunningExtender) -> None:
+    running = filled
+    answer = running.verb(
+        "/preempt",
+        {
+            "Pod": PREEMPTOR,
+            "NodeNameToVictims": {"demo-t4-1": {"Pods": [], "NumPDBViolations": 0}},
+            "NodeNameToMetaVictims": None,
+        },
+    )
+    assert _uids(answer) == {"demo-t4-1": [UIDS[3]]}
+    # Standalone, the store knows the pod by name: that is the pod object sent.
+    assert answer["NodeNameToVictims"]["demo-t4-1"]["Pods"] == [
+        {"metadata": {"name": "v3", "namespace": "default", "uid": UIDS[3]}}
+    ]
 
 
 def test_the_smallest_set_can_take_several_victims(filled: RunningExtender) -> None:
@@ -142,3 +189,34 @@ def test_a_pod_without_devices_keeps_the_proposed_victims(filled: RunningExtende
         },
     )
     assert _uids(answer) == {"demo-t4-1": UIDS[:2]}
+
+
+def test_a_gpu_only_conflict_names_the_holder(tmp_path: Path) -> None:
+    """The issue's reproduction: kube-scheduler proposes no victim; the extender finds
+    the priority-0 pod that holds the only GPU."""
+    inventory = tmp_path / "inventory.json"
+    device = {"id": "GPU-n1-0", "count": 10, "devmem": 23028, "devcore": 100, "health": True}
+    inventory.write_text(
+        json.dumps({"nodes": [{"name": "n1", "devices": [{**device, "type": "NVIDIA-A10"}]}]})
+    )
+    running = start_extender(standalone_settings(tmp_path, inventory_file=inventory))
+    try:
+        low = pod_json("low", mem=20_000, priority=0)
+        place(running, low, "n1")
+        high = pod_json("high", mem=20_000, priority=1000)
+        assert running.verb("/filter", args(high, ["n1"]))["NodeNames"] == []
+        answer = running.verb(
+            "/preempt",
+            {
+                "Pod": high,
+                "NodeNameToVictims": None,
+                "NodeNameToMetaVictims": {"n1": {"Pods": [], "NumPDBViolations": 0}},
+            },
+        )
+        assert answer == {
+            "NodeNameToMetaVictims": {
+                "n1": {"Pods": [{"UID": low["metadata"]["uid"]}], "NumPDBViolations": 0}
+            }
+        }
+    finally:
+        running.stop()

@@ -21,6 +21,7 @@ _ROUTES = {
     "get_pod": ("GET", r"^/api/v1/namespaces/[^/]+/pods/[^/]+$"),
     "list_pods": ("GET", r"^/api/v1/pods$"),
     "watch_pods": ("GET", r"^/api/v1/pods$"),
+    "list_pdbs": ("GET", r"^/apis/policy/v1/poddisruptionbudgets$"),
 }
 
 

@@ -24,6 +24,7 @@ LIST_KINDS: dict[str, tuple[str, str]] = {
     "pods": ("v1", "PodList"),
     "nodes": ("v1", "NodeList"),
     "leases": ("coordination.k8s.io/v1", "LeaseList"),
+    "poddisruptionbudgets": ("policy/v1", "PodDisruptionBudgetList"),
 }
 
 
@@ -229,6 +230,7 @@ def _in_namespace(body: dict[str, Any], request: Request) -> dict[str, Any]:
 _NS = r"(?P<namespace>[^/]+)"
 _NAME = r"(?P<name>[^/]+)"
 _LEASES = rf"/apis/coordination\.k8s\.io/v1/namespaces/{_NS}/leases"
+_PDBS = r"/apis/policy/v1/poddisruptionbudgets"
 ROUTES: list[tuple[frozenset[str], re.Pattern[str], Handler]] = [
     (frozenset({"GET"}), re.compile(r"/api/v1/pods"), _collection("pods")),
     (frozenset({"GET"}), re.compile(rf"/api/v1/namespaces/{_NS}/pods"), _collection("pods")),
@@ -243,6 +245,12 @@ ROUTES: list[tuple[frozenset[str], re.Pattern[str], Handler]] = [
     (frozenset({"GET", "PATCH"}), re.compile(rf"/api/v1/nodes/{_NAME}"), _item("nodes")),
     (frozenset({"POST"}), re.compile(rf"/api/v1/namespaces/{_NS}/events"), _event),
     (frozenset({"POST"}), re.compile(rf"/apis/events\.k8s\.io/v1/namespaces/{_NS}/events"), _event),
+    (frozenset({"GET"}), re.compile(_PDBS), _collection("poddisruptionbudgets")),
+    (
+        frozenset({"GET"}),
+        re.compile(rf"/apis/policy/v1/namespaces/{_NS}/poddisruptionbudgets"),
+        _collection("poddisruptionbudgets"),
+    ),
     (frozenset({"GET"}), re.compile(_LEASES), _collection("leases")),
     (frozenset({"POST"}), re.compile(_LEASES), _create("leases")),
     (frozenset({"GET", "PUT", "PATCH"}), re.compile(rf"{_LEASES}/{_NAME}"), _item("leases")),

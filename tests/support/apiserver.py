@@ -6,8 +6,9 @@ patches with resourceVersion preconditions, and watches streamed as chunked,
 newline-delimited events (so ``kubernetes.watch.Watch().stream`` works too).
 Objects live in an :class:`InMemoryCluster`, the store the in-memory fake client
 uses, so both see the same semantics. ``fail_next`` injects HTTP failures;
-``drop_next`` and ``close_after_next`` cut connections. With ``ssl_context`` it
-serves HTTPS.
+``drop_next`` and ``close_after_next`` cut connections; ``lose_answer_next`` applies a
+request and then loses its answer (a 504, a closed connection, a late commit). With
+``ssl_context`` it serves HTTPS.
 """
 
 from __future__ import annotations
@@ -17,7 +18,8 @@ import re
 import socket
 import ssl
 import threading
-from collections.abc import Mapping
+import time
+from collections.abc import Callable, Mapping
 from dataclasses import dataclass
 from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
 from types import TracebackType
@@ -54,6 +56,24 @@ class _Fault:
     status: int
     times: int
     message: str
+
+
+#: What the API server answers when its handler timeout passes (the request may still
+#: complete behind it).
+TIMEOUT_MESSAGE = (
+    "Timeout: request did not complete within requested timeout - context deadline exceeded"
+)
+LOSSES = ("504", "close", "late", "drop")
+
+
+@dataclass
+class _Loss:
+    method: str
+    pattern: re.Pattern[str]
+    how: str
+    times: int
+    delay_s: float
+    before: Callable[[], None] | None
 
 
 class _HttpServer(ThreadingHTTPServer):
@@ -129,6 +149,10 @@ class _Handler(BaseHTTPRequestHandler):
             return
         api.requests.append((self.command, split.path))
         api.client_ports.append((self.command, split.path, self.client_address[1]))
+        loss = api.take_loss(self.command, split.path)
+        if loss is not None:
+            self._lose(loss, split, body)
+            return
         self._answer(split, body)
         if api.take_close_after():
             self.close_connection = True  # with no ``Connection: close``, as an idle timeout
@@ -139,13 +163,7 @@ class _Handler(BaseHTTPRequestHandler):
         if fault is not None:
             self._reply(Reply(fault.status, _status_for(fault.status, fault.message)))
             return
-        request = Request(
-            method=self.command,
-            path=split.path.rstrip("/") or "/",
-            query=dict(parse_qsl(split.query)),
-            content_type=(self.headers.get("Content-Type") or "").split(";")[0].strip(),
-            body=body,
-        )
+        request = self._request(split, body)
         try:
             result = route(api.cluster, request, api.default_watch_timeout_s)
         except KubeError as exc:
@@ -157,6 +175,38 @@ class _Handler(BaseHTTPRequestHandler):
             self._stream(result)
         else:
             self._reply(result)
+
+    def _request(self, split: SplitResult, body: bytes) -> Request:
+        return Request(
+            method=self.command,
+            path=split.path.rstrip("/") or "/",
+            query=dict(parse_qsl(split.query)),
+            content_type=(self.headers.get("Content-Type") or "").split(";")[0].strip(),
+            body=body,
+        )
+
+    def _lose(self, loss: _Loss, split: SplitResult, body: bytes) -> None:
+        """Apply the request, then lose its answer as ``loss`` says."""
+        api = self.server.api
+        if loss.how == "drop":
+            self.close_connection = True  # nothing applied, nothing answered
+            return
+        if loss.delay_s:
+            time.sleep(loss.delay_s)  # past the client's read timeout: it has given up
+        if loss.before is not None:
+            loss.before()
+        try:
+            result = route(api.cluster, self._request(split, body), api.default_watch_timeout_s)
+        except KubeError as exc:
+            status = exc.status or 500
+            result = Reply(status, status_body(status, exc.reason or "InternalError", exc.message))
+        if loss.how == "504":
+            self._reply(Reply(504, status_body(504, "Timeout", TIMEOUT_MESSAGE)))
+            return
+        if loss.how == "late" and isinstance(result, Reply):
+            with contextlib.suppress(OSError):  # the client is gone, most likely
+                self._reply(result)
+        self.close_connection = True
 
     def _reply(self, reply: Reply) -> None:
         data = msgspec.json.encode(reply.body)
@@ -230,6 +280,7 @@ class FakeApiServer:
         self.client_ports: list[tuple[str, str, int]] = []
         self.dropped: list[tuple[str, str]] = []
         self._faults: list[_Fault] = []
+        self._losses: list[_Loss] = []
         self._drops = 0
         self._closes = 0
         self._faults_lock = threading.Lock()
@@ -349,6 +400,52 @@ class FakeApiServer:
             self._faults.append(
                 _Fault(method.upper(), re.compile(path_regex), status, times, message)
             )
+
+    def lose_answer_next(
+        self,
+        method: str,
+        path_regex: str,
+        how: str,
+        *,
+        times: int = 1,
+        delay_s: float = 0.0,
+        before: Callable[[], None] | None = None,
+    ) -> None:
+        """Apply the next ``times`` requests of ``method`` on a matching path, then lose
+        the answer, as ``how`` says:
+
+        - ``"504"``: answer 504 ``Timeout`` with the API server's Status (its handler
+          timeout passed while the write went through);
+        - ``"close"``: close the connection without a word;
+        - ``"late"``: apply it only after ``delay_s`` (past the client's read timeout),
+          then answer a client that has most likely gone;
+        - ``"drop"``: the contrast, nothing applied: close the connection unanswered.
+
+        ``before`` runs in the server just before the request is applied (someone else
+        binding the pod meanwhile, say). The request is logged in ``requests``.
+        """
+        if how not in LOSSES:
+            raise ValueError(f"how must be one of {', '.join(LOSSES)}, got {how!r}")
+        if times < 1:
+            raise ValueError(f"times must be at least 1, got {times!r}")
+        if delay_s < 0:
+            raise ValueError(f"delay_s must not be negative, got {delay_s!r}")
+        with self._faults_lock:
+            self._losses.append(
+                _Loss(method.upper(), re.compile(path_regex), how, times, delay_s, before)
+            )
+
+    def take_loss(self, method: str, path: str) -> _Loss | None:
+        if not self._losses:  # the usual case, without the lock
+            return None
+        with self._faults_lock:
+            for loss in self._losses:
+                if loss.method == method and loss.pattern.search(path):
+                    loss.times -= 1
+                    if loss.times == 0:
+                        self._losses.remove(loss)
+                    return loss
+        return None
 
     def drop_next(self, times: int = 1) -> None:
         """Close the connection of the next ``times`` requests once read, with no answer.

@@ -31,7 +31,7 @@ from vgpu_extender.kube.memory import InMemoryCluster
 from vgpu_extender.kube.node_lock import LOCK_ANNOTATION, Backoff, LockValue, NodeLock
 
 NOW = datetime(2026, 8, 1, 6, 0, 0, tzinfo=UTC)
-OPERATIONS = ("patch_node", "create_event", "get_pod", "list_pods", "watch_pods")
+OPERATIONS = ("patch_node", "create_event", "get_pod", "list_pods", "watch_pods", "list_pdbs")
 
 
 @dataclass
@@ -422,6 +422,7 @@ class KubeClientContract:
             pytest.param("list_pods", 503, KubeError, id="list-pods-503"),
             pytest.param("patch_node", 403, KubeError, id="patch-node-403"),
             pytest.param("watch_pods", 410, WatchExpired, id="watch-410"),
+            pytest.param("list_pdbs", 500, KubeError, id="list-pdbs-500"),
         ],
     )
     def test_server_errors_surface(
@@ -435,12 +436,34 @@ class KubeClientContract:
             "list_pods": lambda: harness.kube.list_pods(),
             "patch_node": lambda: harness.kube.patch_node_annotations("n1", {"a": "b"}),
             "watch_pods": lambda: take(harness.kube.watch_pods("1", timeout_s=1), 1),
+            "list_pdbs": lambda: harness.kube.list_pdbs(),
         }
         with pytest.raises(error) as caught:
             calls[operation]()
         assert type(caught.value) is error
         assert caught.value.status == status
         calls[operation]()  # the failure was for one call only
+
+    # ----- disruption budgets -------------------------------------------------------------
+
+    def test_list_pdbs_lists_every_namespace(self, harness: Harness) -> None:
+        assert harness.kube.list_pdbs() == []
+        for namespace, name in (("ml", "train"), ("default", "web")):
+            harness.cluster.put(
+                "poddisruptionbudgets",
+                {
+                    "metadata": {"name": name, "namespace": namespace},
+                    "spec": {"selector": {"matchLabels": {"app": name}}},
+                    "status": {"disruptionsAllowed": 1},
+                },
+            )
+        listed = harness.kube.list_pdbs()
+        assert [(objects.namespace(b), objects.name(b)) for b in listed] == [
+            ("default", "web"),
+            ("ml", "train"),
+        ]
+        assert listed[1]["spec"]["selector"] == {"matchLabels": {"app": "train"}}
+        assert listed[1]["status"]["disruptionsAllowed"] == 1
 
     # ----- watches ------------------------------------------------------------------------
 

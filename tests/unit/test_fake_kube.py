@@ -14,6 +14,7 @@ _METHODS = {
     "get_pod": "get_pod",
     "list_pods": "list_pods",
     "watch_pods": "watch_pods",
+    "list_pdbs": "list_pdbs",
 }
 
 

@@ -258,8 +258,12 @@ def decode_bind(body: bytes) -> BindRequest:
 
 @dataclass(frozen=True, slots=True)
 class PreemptArgs:
+    """The preemptor and the candidates; ``full_pods`` when the victims came as pod
+    objects (``nodeCacheCapable: false``), so the answer names them so too."""
+
     pod: dict[str, Any]
     candidates: dict[str, NodeVictims]
+    full_pods: bool = False
 
 
 def _pdb(entry: Mapping[str, Any], where: str) -> int:
@@ -287,7 +291,7 @@ def _victim(item: Any, where: str, *, full: bool) -> Victim:
     priority = spec.get("priority") if isinstance(spec, Mapping) else None
     if priority is not None and (isinstance(priority, bool) or not isinstance(priority, int)):
         raise WireError(f"preempt: {where}.spec.priority must be an integer, got {priority!r}")
-    return Victim(uid, priority)
+    return Victim(uid, priority, item)
 
 
 def _victim_map(value: Any, field: str, *, full: bool) -> dict[str, NodeVictims]:
@@ -321,13 +325,13 @@ def decode_preempt(body: bytes) -> PreemptArgs:
     except msgspec.DecodeError as exc:
         raise _fail(exc, "preempt") from None
     pod = _pod(fold(decoded, "Pod"), "preempt")
-    candidates = _victim_map(
-        fold(decoded, "NodeNameToMetaVictims"), "NodeNameToMetaVictims", full=False
-    )
-    full = _victim_map(fold(decoded, "NodeNameToVictims"), "NodeNameToVictims", full=True)
+    meta = fold(decoded, "NodeNameToMetaVictims")
+    candidates = _victim_map(meta, "NodeNameToMetaVictims", full=False)
+    objects = fold(decoded, "NodeNameToVictims")
+    full = _victim_map(objects, "NodeNameToVictims", full=True)
     for node, victims in full.items():
         candidates.setdefault(node, victims)
-    return PreemptArgs(pod, candidates)
+    return PreemptArgs(pod, candidates, full_pods=meta is None and objects is not None)
 
 
 # ---------------------------------------------------------------------------- encoding
@@ -376,21 +380,37 @@ def encode_bind(error: str) -> bytes:
     return _ENCODER.encode({"Error": error})
 
 
-def encode_preempt(outcome: PreemptOutcome) -> bytes:
-    """ExtenderPreemptionResult, always with MetaVictims (UIDs), never a null entry."""
+def encode_preempt(outcome: PreemptOutcome, *, full_pods: bool = False) -> bytes:
+    """ExtenderPreemptionResult: ``NodeNameToMetaVictims`` (UIDs), the only field Go
+    reads, in both modes, never with a null entry or an empty node. With
+    ``full_pods`` (victims received as objects, ``nodeCacheCapable: false``) the same
+    victims also go as pod objects in ``NodeNameToVictims``, as the request had them
+    (Go's decoder skips the key)."""
+    nodes = {node: victims for node, victims in outcome.nodes.items() if victims.victims}
     result: dict[str, Any] = {
         "NodeNameToMetaVictims": {
             node: {
                 "Pods": [{"UID": v.uid} for v in victims.victims],
                 "NumPDBViolations": victims.num_pdb_violations,
             }
-            for node, victims in outcome.nodes.items()
-            if victims.victims
+            for node, victims in nodes.items()
         }
     }
+    if full_pods:
+        result["NodeNameToVictims"] = {
+            node: {
+                "Pods": [v.pod if v.pod is not None else _bare_pod(v.uid) for v in victims.victims],
+                "NumPDBViolations": victims.num_pdb_violations,
+            }
+            for node, victims in nodes.items()
+        }
     if outcome.error:
         result["Error"] = outcome.error  # ignored by Go's decoder; there for people
     return _ENCODER.encode(result)
+
+
+def _bare_pod(uid: str) -> dict[str, Any]:
+    return {"metadata": {"uid": uid}}
 
 
 def _short(value: Any) -> str:

@@ -13,6 +13,7 @@ from vgpu_extender.kube.errors import (
     MalformedObject,
     NodeLockContention,
     NotFound,
+    OutcomeUnknown,
     UidMismatch,
     WatchExpired,
 )
@@ -34,6 +35,7 @@ __all__ = [
     "NodeLock",
     "NodeLockContention",
     "NotFound",
+    "OutcomeUnknown",
     "UidMismatch",
     "WatchEvent",
     "WatchEventType",

@@ -79,7 +79,9 @@ class KubeClient(Protocol):
 
         Raises ``AlreadyBound`` (with ``.node`` when known) when the pod already has a
         node, ``UidMismatch`` when the name now belongs to another pod, ``NotFound``
-        and ``KubeError`` otherwise.
+        and ``KubeError`` otherwise; ``OutcomeUnknown`` when the Binding may have been
+        applied all the same (no answer once sent, the server's timeout): read the
+        pod to learn which.
         """
         ...
 

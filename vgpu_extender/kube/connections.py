@@ -49,6 +49,10 @@ _NO_ANSWER = (ConnectionError, ssl.SSLEOFError, ssl.SSLZeroReturnError)
 SocketOption = tuple[int, int, int]
 
 
+class ConnectFailed(OSError):  # noqa: N818
+    """No connection could be made: the request never went out, so nothing was applied."""
+
+
 @dataclass(frozen=True, slots=True)
 class _Tls:
     """The pool manager's TLS settings, made into a context as urllib3 makes it."""
@@ -218,7 +222,7 @@ class ApiConnections:
                 )
             self._adopt(slot, connection)
             return connection
-        raise OSError(f"cannot connect to {self._origin}: {failure}") from failure
+        raise ConnectFailed(f"cannot connect to {self._origin}: {failure}") from failure
 
     def _exchange(
         self,

@@ -16,6 +16,11 @@ from typing import Any
 # The API server's wording for a pod that already has spec.nodeName; the node is quoted.
 _ALREADY_ASSIGNED = re.compile(r'is already assigned to node "([^"]*)"')
 _UID_PRECONDITION = "UID in precondition"
+# What the API server says when it gave up waiting on a request it may still complete
+# (its handler timeout, an etcd request that timed out, a deadline passed).
+_TIMED_OUT = re.compile(r"did not complete|timed out|deadline exceeded|timeout", re.IGNORECASE)
+#: Status reasons of a request the server stopped waiting for, not one it refused.
+_TIMEOUT_REASONS = frozenset({"Timeout", "ServerTimeout"})
 
 
 class KubeError(Exception):
@@ -30,6 +35,18 @@ class KubeError(Exception):
         self.message = message
         self.status = status
         self.reason = reason
+
+
+class OutcomeUnknown(KubeError):  # noqa: N818
+    """The request went out but no definite answer came back: it may have been applied.
+
+    No answer at all once the request was sent (the connection reset or closed, the
+    read timed out), or the server's own timeout (HTTP 504, ``Timeout`` or
+    ``ServerTimeout``, "request did not complete"). A write that ends so must be read
+    back before anything is undone: kube-scheduler's own rule, an unknown outcome is
+    not a failure. A refusal with a definite status (403, 404, 409, 422...) is never
+    this.
+    """
 
 
 class NotFound(KubeError):  # noqa: N818
@@ -99,7 +116,21 @@ def error_from_status(
         if assigned is not None:
             return AlreadyBound(message, node=assigned.group(1), status=code, reason=reason)
         return Conflict(message, status=code, reason=reason)
+    if outcome_unknown_status(code, reason, server_message):
+        return OutcomeUnknown(message, status=code, reason=reason)
     return KubeError(message, status=code, reason=reason)
+
+
+def outcome_unknown_status(code: int | None, reason: str, message: str) -> bool:
+    """Whether an answer with this status leaves open whether the request was applied.
+
+    504 always (the server's timeout, or a gateway's); 502 (a gateway that lost the
+    server's answer); 500 and 503 only when the server says it timed out. Every other
+    status is the server's definite word.
+    """
+    if code in (502, 504) or reason in _TIMEOUT_REASONS:
+        return True
+    return code in (500, 503) and _TIMED_OUT.search(message) is not None
 
 
 def as_binding_error(error: KubeError) -> KubeError:
@@ -111,5 +142,7 @@ def as_binding_error(error: KubeError) -> KubeError:
 
 def with_context(error: KubeError, context: str) -> KubeError:
     """The same error as it reads through the real client: context first, then the server."""
+    if error.status is None and isinstance(error, OutcomeUnknown):  # no answer: no Status
+        return OutcomeUnknown(f"{context}: {error.message}", reason=error.reason)
     status = {"code": error.status, "reason": error.reason, "message": error.message}
     return error_from_status(status, http_status=error.status, context=context)

@@ -3,7 +3,8 @@
 It keeps objects in an :class:`InMemoryCluster`, the same store the test API server
 uses, and raises the same errors with the same messages as the real client, so a
 unit test of a service sees what production would see. ``fail_next`` injects
-failures into any operation.
+failures into any operation; ``lose_answer_next`` lets a Binding through and then
+raises, as a lost answer does.
 """
 
 from __future__ import annotations
@@ -16,7 +17,7 @@ from typing import Any, TypeVar
 
 from vgpu_extender.kube import bodies
 from vgpu_extender.kube.client import EventType, Listing, WatchEvent, check_watch_args
-from vgpu_extender.kube.errors import KubeError, as_binding_error, with_context
+from vgpu_extender.kube.errors import KubeError, OutcomeUnknown, as_binding_error, with_context
 from vgpu_extender.kube.memory import InMemoryCluster, Kind
 from vgpu_extender.kube.objects import KubeObject
 
@@ -43,6 +44,7 @@ class FakeKubeClient:
         self._component = component
         self._clock = clock
         self._faults: list[tuple[str, KubeError, int]] = []
+        self._losses: list[KubeError] = []
         self._faults_lock = threading.Lock()
         self.calls: list[str] = []
 
@@ -79,6 +81,13 @@ class FakeKubeClient:
             raise ValueError(f"times must be at least 1, got {times!r}")
         with self._faults_lock:
             self._faults.append((operation, error, times))
+
+    def lose_answer_next(self, error: KubeError | None = None) -> None:
+        """Apply the next ``bind_pod`` and then raise ``error`` (by default the
+        ``OutcomeUnknown`` of a connection closed before the answer)."""
+        lost = error or OutcomeUnknown("no answer to a request sent: connection closed")
+        with self._faults_lock:
+            self._losses.append(lost)
 
     # ----- KubeClient ----------------------------------------------------------------
 
@@ -123,6 +132,10 @@ class FakeKubeClient:
         except KubeError as exc:
             error = with_context(exc, f"bind pod {namespace}/{name} to node {node}")
             raise as_binding_error(error) from None
+        with self._faults_lock:
+            lost = self._losses.pop(0) if self._losses else None
+        if lost is not None:
+            raise with_context(lost, f"bind pod {namespace}/{name} to node {node}")
 
     def create_event(
         self,

@@ -35,19 +35,26 @@ from vgpu_extender.kube.errors import (
 from vgpu_extender.kube.history import Change, ChangeLog
 from vgpu_extender.kube.objects import KubeObject
 
-Kind = Literal["pods", "nodes", "leases"]
+Kind = Literal["pods", "nodes", "leases", "poddisruptionbudgets"]
 Predicate = Callable[[Mapping[str, Any]], bool]
 
-_NAMESPACED: dict[str, bool] = {"pods": True, "nodes": False, "leases": True}
+_NAMESPACED: dict[str, bool] = {
+    "pods": True,
+    "nodes": False,
+    "leases": True,
+    "poddisruptionbudgets": True,
+}
 _QUALIFIED: dict[str, str] = {
     "pods": "pods",
     "nodes": "nodes",
     "leases": "leases.coordination.k8s.io",
+    "poddisruptionbudgets": "poddisruptionbudgets.policy",
 }
 _TYPE_META: dict[str, tuple[str, str]] = {
     "pods": ("v1", "Pod"),
     "nodes": ("v1", "Node"),
     "leases": ("coordination.k8s.io/v1", "Lease"),
+    "poddisruptionbudgets": ("policy/v1", "PodDisruptionBudget"),
 }
 _MODIFIED_MESSAGE = (
     "the object has been modified; please apply your changes to the latest version and try again"
@@ -76,7 +83,7 @@ def _invalid(message: str) -> KubeError:
 
 
 class InMemoryCluster:
-    """Pods, nodes and leases in memory, with watches. Thread-safe."""
+    """Pods, nodes, leases and PodDisruptionBudgets in memory, with watches. Thread-safe."""
 
     def __init__(self, *, history_limit: int = 10_000) -> None:
         self._cond = threading.Condition()

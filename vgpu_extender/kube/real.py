@@ -29,6 +29,7 @@ from __future__ import annotations
 
 import http.client
 import logging
+import socket
 from collections.abc import Callable, Iterator, Mapping
 from datetime import UTC, datetime
 from typing import Any
@@ -48,10 +49,11 @@ from vgpu_extender.kube.client import (
     is_unversioned,
 )
 from vgpu_extender.kube.config import Timeouts
-from vgpu_extender.kube.connections import ApiConnections
+from vgpu_extender.kube.connections import ApiConnections, ConnectFailed
 from vgpu_extender.kube.errors import (
     KubeError,
     NotFound,
+    OutcomeUnknown,
     as_binding_error,
     error_from_status,
 )
@@ -63,6 +65,15 @@ JSON = "application/json"
 MERGE_PATCH = "application/merge-patch+json"
 _WATCH_TYPES = frozenset({"ADDED", "MODIFIED", "DELETED"})
 _TRANSPORT_ERRORS = (urllib3.exceptions.HTTPError, http.client.HTTPException, OSError)
+# Failures that happen before a request goes out: nothing reached the server. Any other
+# transport failure (a reset, a close, a read timeout) may follow a request the server
+# read and applied.
+_UNSENT = (
+    ConnectFailed,
+    urllib3.exceptions.ConnectTimeoutError,  # NewConnectionError is one
+    ConnectionRefusedError,
+    socket.gaierror,
+)
 
 
 def _decode(data: bytes, context: str) -> KubeObject:
@@ -88,6 +99,14 @@ def _status_of(body: bytes | str | None) -> dict[str, Any] | None:
 
 def _api_error(exc: ApiException, context: str) -> KubeError:
     return error_from_status(_status_of(exc.body), http_status=exc.status, context=context)
+
+
+def transport_error(exc: BaseException, context: str) -> KubeError:
+    """A failure with no answer: definite when the request never went out, else unknown."""
+    cause = exc.reason if isinstance(exc, urllib3.exceptions.MaxRetryError) else exc
+    if isinstance(cause, _UNSENT):
+        return KubeError(f"{context}: {exc}")
+    return OutcomeUnknown(f"{context}: no answer to a request sent: {exc}")
 
 
 def _lines(response: urllib3.BaseHTTPResponse) -> Iterator[bytes]:
@@ -294,7 +313,7 @@ class RealKubeClient:
         except ApiException as exc:
             raise _api_error(exc, context) from None
         except _TRANSPORT_ERRORS as exc:
-            raise KubeError(f"{context}: {exc}") from exc
+            raise transport_error(exc, context) from exc
         return response
 
     def _call(
@@ -309,7 +328,7 @@ class RealKubeClient:
         try:
             return response.data
         except _TRANSPORT_ERRORS as exc:
-            raise KubeError(f"{context}: {exc}") from exc
+            raise transport_error(exc, context) from exc
         finally:
             response.release_conn()
 
@@ -339,7 +358,9 @@ class RealKubeClient:
         """Send ``body`` as JSON to ``path``; the answer's bytes when it is a 2xx.
 
         Anything else becomes the ``KubeError`` its ``Status`` body names; no answer
-        at all (refused, reset, timed out) a ``KubeError`` without a status.
+        at all a ``KubeError`` without a status: ``OutcomeUnknown`` once the request
+        may have gone out (reset, closed, timed out), a plain one when no connection
+        was made.
         """
         headers = {"Accept": JSON}
         if body is not None:
@@ -361,7 +382,7 @@ class RealKubeClient:
                 )
                 code, answer = response.status, response.data
         except _TRANSPORT_ERRORS as exc:
-            raise KubeError(f"{context}: {exc}") from exc
+            raise transport_error(exc, context) from exc
         if not 200 <= code <= 299:
             raise error_from_status(_status_of(answer), http_status=code, context=context)
         return answer

@@ -14,7 +14,12 @@
    node). Then queue the pod to have its rows marked bound (and, when configured, a
    ``BindingSucceed`` Event posted) by workers in the background: the bind does not
    wait for either. A failed bind always queues a ``BindingFailed`` Event.
-4. Any failure after the insert deletes the rows and releases the lock.
+4. Any failure after the insert deletes the rows and releases the lock. A Binding
+   whose answer was lost (``OutcomeUnknown``: no answer once sent, the server's
+   timeout) is no failure yet: the pod is read back first (``_settle``). Bound to
+   this node with our annotations, the bind stands; bound elsewhere, gone, or still
+   unbound after ``check_window_s``, it is undone; when the pod cannot be read, the
+   rows stay reserved (the devices taken) and the periodic reconcile settles them.
 
 Without Kubernetes (standalone) the allocation is recorded as bound at once.
 """
@@ -22,7 +27,8 @@ Without Kubernetes (standalone) the allocation is recorded as bound at once.
 from __future__ import annotations
 
 import logging
-from collections.abc import Callable
+import time
+from collections.abc import Callable, Mapping
 from dataclasses import dataclass
 from datetime import UTC, datetime
 
@@ -31,7 +37,15 @@ from sqlalchemy.orm import Session, sessionmaker
 
 from vgpu_extender import store
 from vgpu_extender.domain import PodAssignment, PodRequest, RequestError
-from vgpu_extender.kube import AlreadyBound, EventType, KubeClient, KubeError, NodeLock
+from vgpu_extender.kube import (
+    AlreadyBound,
+    EventType,
+    KubeClient,
+    KubeError,
+    KubeObject,
+    NodeLock,
+    OutcomeUnknown,
+)
 from vgpu_extender.kube import objects as kobj
 from vgpu_extender.services.batching import Batches
 from vgpu_extender.services.bound_marker import BoundMarker
@@ -40,6 +54,12 @@ from vgpu_extender.services.event_recorder import EventRecorder
 from vgpu_extender.services.pod_cache import PodCache
 
 logger = logging.getLogger(__name__)
+
+#: How long a bind whose Binding's answer was lost keeps reading the pod back while it
+#: shows unbound (the Binding may still be in flight on the server).
+DEFAULT_CHECK_WINDOW_S = 5.0
+#: Pause between two reads of the pod in that window.
+CHECK_INTERVAL_S = 0.2
 
 
 @dataclass(frozen=True, slots=True)
@@ -70,6 +90,10 @@ class BindRequest:
 
 class BindError(Exception):
     """A bind that cannot go ahead; the message is what kube-scheduler sees."""
+
+
+class _Unsettled(Exception):  # noqa: N818
+    """The Binding may have been applied and the pod cannot be read to tell."""
 
 
 @dataclass(frozen=True, slots=True)
@@ -130,6 +154,7 @@ class BindingService:
         marker: BoundMarker | None = None,
         node_lock: NodeLock | None = None,
         retries: int = 3,
+        check_window_s: float = DEFAULT_CHECK_WINDOW_S,
         clock: Callable[[], datetime] = lambda: datetime.now(UTC),
     ) -> None:
         self._cluster = cluster
@@ -144,6 +169,7 @@ class BindingService:
         self._marker = marker
         self._node_lock = node_lock
         self._retries = retries
+        self._check_window_s = check_window_s
         self._clock = clock
         self._writes: Batches[_Pending] = Batches(self._reserve_batch)
         self._on_batch: Callable[[int], None] = lambda _binds: None
@@ -386,18 +412,17 @@ class BindingService:
                 assignment, bind_time=int(self._clock().timestamp())
             )
             try:
-                # The annotations ride on the Binding: the pod gets them with its node.
-                self._kube.bind_pod(
-                    args.namespace, args.pod_name, args.uid, args.node, annotations=annotations
-                )
-            except AlreadyBound as exc:
-                if exc.node != args.node:
-                    raise
-                # Bound to this very node by someone else meanwhile, with annotations
-                # that may not be ours: write ours, so the pod runs with the devices
-                # recorded, and the allocation stands.
-                self._kube.patch_pod_annotations(args.namespace, args.pod_name, annotations)
-                logger.info("bind %s: already bound to %s; keeping it", args.key, args.node)
+                self._create_binding(args, annotations)
+            except OutcomeUnknown as exc:
+                self._settle(args, annotations, exc)
+        except _Unsettled as exc:
+            # Maybe bound: the devices stay taken, the rows reserved, until the
+            # reconcile finds the pod bound (marks them) or not (releases them).
+            self._release_lock(args, locked)
+            message = f"bind {args.key} to {args.node}: {exc}"
+            logger.warning("%s", message)
+            self._record(args, "BindingFailed", message, "Warning")
+            return message
         except Exception as exc:  # any failure after the insert must undo it
             self._undo(args, locked)
             message = f"bind {args.key} to {args.node}: {exc}"
@@ -409,6 +434,78 @@ class BindingService:
             devices = ",".join(assignment.device_uuids)
             self._record(args, "BindingSucceed", f"bound to {args.node} with devices {devices}")
         return ""
+
+    def _create_binding(self, args: BindRequest, annotations: Mapping[str, str]) -> None:
+        assert self._kube is not None
+        try:
+            # The annotations ride on the Binding: the pod gets them with its node.
+            self._kube.bind_pod(
+                args.namespace, args.pod_name, args.uid, args.node, annotations=annotations
+            )
+        except AlreadyBound as exc:
+            if exc.node != args.node:
+                raise
+            # Bound to this very node by someone else meanwhile, with annotations
+            # that may not be ours: write ours, so the pod runs with the devices
+            # recorded, and the allocation stands.
+            self._adopt(args, annotations)
+
+    def _adopt(self, args: BindRequest, annotations: Mapping[str, str]) -> None:
+        assert self._kube is not None
+        self._kube.patch_pod_annotations(args.namespace, args.pod_name, annotations)
+        logger.info("bind %s: already bound to %s; keeping it", args.key, args.node)
+
+    def _settle(
+        self, args: BindRequest, annotations: Mapping[str, str], lost: OutcomeUnknown
+    ) -> None:
+        """Learn from the pod what became of a Binding whose answer was lost.
+
+        Returns when the pod is bound to this node with our annotations (the bind
+        stands); raises the failure to undo when it is gone, bound elsewhere, or still
+        unbound once ``check_window_s`` has passed (a Binding still in flight may
+        land in that time); ``_Unsettled`` when the pod cannot be read at all.
+        """
+        assert self._kube is not None
+        deadline = time.monotonic() + self._check_window_s
+        while True:
+            try:
+                pod = self._kube.get_pod(args.namespace, args.pod_name)
+                unreadable: KubeError | None = None
+            except KubeError as exc:
+                pod, unreadable = None, exc
+            if unreadable is None:
+                if pod is None or kobj.uid(pod) != args.uid:
+                    raise KubeError(f"{lost}; the pod is gone") from None
+                bound_to = kobj.node_name(pod)
+                if bound_to == args.node:
+                    if not self._ours(pod, annotations):
+                        self._adopt(args, annotations)
+                    logger.info(
+                        "bind %s: the Binding's answer was lost (%s); the pod is bound to %s",
+                        args.key,
+                        lost,
+                        args.node,
+                    )
+                    return
+                if bound_to:
+                    raise KubeError(f"{lost}; the pod is bound to node {bound_to}") from None
+            if time.monotonic() >= deadline:
+                break
+            time.sleep(CHECK_INTERVAL_S)
+        if unreadable is not None:
+            raise _Unsettled(
+                f"outcome unknown: {lost}; the pod cannot be read back ({unreadable}): its "
+                "devices stay reserved until the reconcile finds it bound or not"
+            )
+        raise KubeError(f"{lost}; the pod is not bound") from None
+
+    def _ours(self, pod: KubeObject, annotations: Mapping[str, str]) -> bool:
+        """Whether the pod carries the devices this bind chose (the device plugin
+        changes the other annotations as it goes)."""
+        held = kobj.annotations(pod)
+        vendor = self._cluster.vendor
+        keys = (vendor.node_annotation, vendor.assignment_annotation)
+        return all(held.get(key) == annotations.get(key) for key in keys)
 
     def _record(
         self, args: BindRequest, reason: str, message: str, type: EventType = "Normal"
@@ -441,8 +538,11 @@ class BindingService:
             logger.error("bind %s: reservation not undone: %s", args.key, exc)
         finally:
             self._cluster.release(args.uid)
-            if locked and self._node_lock is not None:
-                try:
-                    self._node_lock.release(args.node, args.namespace, args.pod_name)
-                except KubeError as exc:
-                    logger.warning("bind %s: node lock not released: %s", args.key, exc)
+            self._release_lock(args, locked)
+
+    def _release_lock(self, args: BindRequest, locked: bool) -> None:
+        if locked and self._node_lock is not None:
+            try:
+                self._node_lock.release(args.node, args.namespace, args.pod_name)
+            except KubeError as exc:
+                logger.warning("bind %s: node lock not released: %s", args.key, exc)

@@ -137,6 +137,7 @@ class Runtime:
                 marker=marker,
                 node_lock=node_lock,
                 retries=settings.bind_retries,
+                check_window_s=settings.bind_check_window_s,
                 clock=clock,
             ),
             preemption=PreemptionService(cluster=cluster),

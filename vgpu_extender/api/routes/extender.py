@@ -79,9 +79,10 @@ async def bind(runtime: Runtime, body: bytes) -> bytes:
 
 async def preempt(runtime: Runtime, body: bytes) -> bytes:
     args = wire.decode_preempt(body)
-    # One scratch index per candidate node: off the event loop.
+    # One scratch index per candidate node, and the node's pods read from the API
+    # server or the store: off the event loop.
     outcome = await run_in_threadpool(runtime.preemption.preempt, args.pod, args.candidates)
-    return wire.encode_preempt(outcome)
+    return wire.encode_preempt(outcome, full_pods=args.full_pods)
 
 
 async def noop(runtime: Runtime, body: bytes) -> bytes:
