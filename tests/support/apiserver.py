@@ -1,9 +1,9 @@
 """A small Kubernetes-API-compatible HTTP server for tests.
 
 The real ``kubernetes`` Python client talks to it over real HTTP on 127.0.0.1: pods,
-nodes, bindings, events and leases, lists with field and label selectors, merge
-patches with resourceVersion preconditions, and watches streamed as chunked,
-newline-delimited events (so ``kubernetes.watch.Watch().stream`` works too).
+nodes, bindings, events, leases and PodDisruptionBudgets, lists with field and label
+selectors, merge patches with resourceVersion preconditions, and watches streamed as
+chunked, newline-delimited events (so ``kubernetes.watch.Watch().stream`` works too).
 Objects live in an :class:`InMemoryCluster`, the store the in-memory fake client
 uses, so both see the same semantics. ``fail_next`` injects HTTP failures;
 ``drop_next`` and ``close_after_next`` cut connections; ``lose_answer_next`` applies a
@@ -358,6 +358,9 @@ class FakeApiServer:
 
     def add_pod(self, pod: Mapping[str, Any]) -> KubeObject:
         return self.cluster.put("pods", pod)
+
+    def add_pdb(self, pdb: Mapping[str, Any]) -> KubeObject:
+        return self.cluster.put("poddisruptionbudgets", pdb)
 
     def get_pod(self, namespace: str, name: str) -> KubeObject:
         return self.cluster.require("pods", namespace, name)

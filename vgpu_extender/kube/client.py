@@ -137,6 +137,11 @@ class KubeClient(Protocol):
         """Node changes; the same contract as :meth:`watch_pods`."""
         ...
 
+    def list_pdbs(self) -> list[KubeObject]:
+        """Every ``policy/v1`` PodDisruptionBudget of all namespaces (preemption counts
+        the victims whose budget it would break)."""
+        ...
+
     def get_lease(self, namespace: str, name: str) -> KubeObject | None:
         """A ``coordination.k8s.io/v1`` Lease (leader election), or ``None``."""
         ...

@@ -59,6 +59,9 @@ class FakeKubeClient:
     def delete_pod(self, namespace: str, name: str) -> KubeObject:
         return self.cluster.delete("pods", namespace, name)
 
+    def add_pdb(self, pdb: Mapping[str, Any]) -> KubeObject:
+        return self.cluster.put("poddisruptionbudgets", pdb)
+
     def delete_node(self, name: str) -> KubeObject:
         return self.cluster.delete("nodes", "", name)
 
@@ -196,6 +199,10 @@ class FakeKubeClient:
     ) -> Iterator[WatchEvent]:
         check_watch_args(resource_version, timeout_s)
         return self._watch("nodes", resource_version, timeout_s)
+
+    def list_pdbs(self) -> list[KubeObject]:
+        self._enter("list_pdbs")
+        return self.cluster.list_objects("poddisruptionbudgets").items
 
     def get_lease(self, namespace: str, name: str) -> KubeObject | None:
         self._enter("get_lease")

@@ -274,6 +274,14 @@ class RealKubeClient:
     ) -> Iterator[WatchEvent]:
         return self._watch(self._core.list_node, "nodes", resource_version, timeout_s)
 
+    # ----- disruption budgets --------------------------------------------------------
+
+    def list_pdbs(self) -> list[KubeObject]:
+        body = self._raw_json(
+            "GET", "/apis/policy/v1/poddisruptionbudgets", "list poddisruptionbudgets"
+        )
+        return _listing(body, "list poddisruptionbudgets").items
+
     # ----- leases --------------------------------------------------------------------
 
     def get_lease(self, namespace: str, name: str) -> KubeObject | None:

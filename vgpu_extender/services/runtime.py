@@ -140,7 +140,9 @@ class Runtime:
                 check_window_s=settings.bind_check_window_s,
                 clock=clock,
             ),
-            preemption=PreemptionService(cluster=cluster),
+            preemption=PreemptionService(
+                cluster=cluster, sessions=sessions, kube=kube, pod_cache=pods
+            ),
             kube=kube,
             events=events,
             marker=marker,
