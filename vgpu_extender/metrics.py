@@ -233,6 +233,12 @@ class Metrics:
             "Errors the database returned (lost connection, lock timeout, constraint)",
             registry=registry,
         )
+        self.store_available = Gauge(
+            "vgpu_extender_store_available",
+            "1 while the store answers (readiness's store check), 0 while it cannot be reached; "
+            "the per-pod gauges then show the last rows read",
+            registry=registry,
+        )
         self.events_dropped = Counter(
             "vgpu_extender_events_dropped",
             "Pod Events not recorded because their queue was full (unschedulable, bind)",

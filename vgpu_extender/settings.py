@@ -51,6 +51,12 @@ class Settings(BaseSettings):
     #: Store connections kept open (as many more are opened for peaks). Each bind in
     #: flight holds one while it writes, so this covers the bind workers and the rest.
     database_pool_size: int = Field(default=40, ge=1, le=1000)
+    #: How often the store is probed (``SELECT 1``) for readiness. ``/readyz`` fails
+    #: after ``store_unready_after`` failures in a row (probes, or any request's), and
+    #: passes again only after ``store_ready_after`` good probes in a row.
+    store_probe_interval_s: float = Field(default=2.0, gt=0, le=3600)
+    store_unready_after: int = Field(default=3, ge=1, le=1000)
+    store_ready_after: int = Field(default=3, ge=1, le=1000)
 
     # Placement.
     vendor: str = "nvidia"

@@ -158,7 +158,10 @@ def test_standalone_is_ready_once_the_index_is_loaded(extender: StartExtender) -
     assert response.status_code == 200
     assert response.json() == {
         "ready": True,
-        "checks": {"index": {"ok": True, "detail": "loaded from the store"}},
+        "checks": {
+            "index": {"ok": True, "detail": "loaded from the store"},
+            "store": {"ok": True, "detail": "reachable"},
+        },
     }
 
 

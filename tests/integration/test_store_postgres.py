@@ -80,7 +80,7 @@ def test_reserve_waits_for_the_node_lock(db: Db) -> None:
         holder.execute(text("SELECT 1 FROM nodes WHERE name = 'node-a' FOR UPDATE"))
         with db.factory.begin() as session:
             session.execute(text("SET LOCAL lock_timeout = '100ms'"))
-            with pytest.raises(StoreError, match="store reserve") as caught:
+            with pytest.raises(StoreError, match="store unavailable: reserve") as caught:
                 reserve(
                     session,
                     pod_uid="p",
@@ -106,7 +106,7 @@ def test_a_connection_lost_mid_bind_fails_that_bind_only(db: Db, postgres_url: s
     admin = create_engine(postgres_url, isolation_level="AUTOCOMMIT")
     try:
         with (
-            pytest.raises(StoreError, match="store reserve") as caught,
+            pytest.raises(StoreError, match="store unavailable: reserve") as caught,
             db.engine.begin() as connection,
         ):
             backend = connection.exec_driver_sql("SELECT pg_backend_pid()").scalar()

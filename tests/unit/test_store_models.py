@@ -145,7 +145,7 @@ def test_store_operation_names_the_operation() -> None:
     def conflicts() -> None:
         raise StoreConflict("device g0 is full")
 
-    with pytest.raises(StoreError, match=r"^store frob: \(builtins.Exception\) connection refused"):
+    with pytest.raises(StoreError, match=r"^store unavailable: frob: \(builtins.Exception\) conn"):
         fails_in_driver()
     with pytest.raises(StoreConflict, match=r"^store frob: device g0 is full$") as caught:
         conflicts()

@@ -12,15 +12,18 @@ from contextlib import asynccontextmanager
 from datetime import datetime
 
 from fastapi import FastAPI
+from sqlalchemy.exc import SQLAlchemyError
 from starlette.concurrency import run_in_threadpool
 from starlette.types import Receive, Scope, Send
 
 from vgpu_extender.api.operations import install as install_operations
 from vgpu_extender.api.routes import admin_v1, extender, gpushare, health, metrics, webhook
+from vgpu_extender.api.store_errors import store_error_handler
 from vgpu_extender.api.verbs import exception_handler
 from vgpu_extender.kube import KubeClient
 from vgpu_extender.services.runtime import Runtime, connect_kube
 from vgpu_extender.settings import Settings
+from vgpu_extender.store.errors import StoreError
 
 
 class ExtenderApp(FastAPI):
@@ -103,6 +106,8 @@ def create_app(
     app.include_router(admin_v1.router)
     app.include_router(gpushare.router)
     app.add_exception_handler(Exception, exception_handler)
+    app.add_exception_handler(StoreError, store_error_handler)
+    app.add_exception_handler(SQLAlchemyError, store_error_handler)
     schema = app.openapi
     app.openapi = lambda: extender.document(schema())  # type: ignore[method-assign]
     return app

@@ -11,7 +11,7 @@ the Lease up) before the runtime itself stops.
 from __future__ import annotations
 
 import logging
-from collections.abc import Mapping
+from collections.abc import Mapping, Sequence
 from dataclasses import dataclass, field
 from typing import Annotated, Any
 
@@ -21,14 +21,16 @@ from sqlalchemy import event
 from sqlalchemy.engine import ExceptionContext
 from starlette.types import ASGIApp, Message, Receive, Scope, Send
 
-from vgpu_extender.metrics import AllocationCollector, CountsCollector, Metrics
+from vgpu_extender.metrics import AllocationCollector, CountsCollector, GrantRow, Metrics
 from vgpu_extender.services import admin
 from vgpu_extender.services.binding import BindRequest
 from vgpu_extender.services.events import UnschedulableReporter
+from vgpu_extender.services.last_good import LastGood
 from vgpu_extender.services.leader import LeaderElector, LeaseConfig, default_identity
 from vgpu_extender.services.observed import ObservedBinding, ObservedScheduling
 from vgpu_extender.services.runtime import Runtime
 from vgpu_extender.services.scheduling import FilterOutcome
+from vgpu_extender.services.store_health import StoreHealth
 from vgpu_extender.services.sync import SyncService
 from vgpu_extender.settings import Settings
 
@@ -92,6 +94,7 @@ class Operations:
     runtime: Runtime | None = None
     elector: LeaderElector | None = None
     reporter: UnschedulableReporter | None = None
+    store_health: StoreHealth | None = None
 
     # ----------------------------------------------------------------- life cycle
     def attach(self, runtime: Runtime) -> None:
@@ -110,10 +113,27 @@ class Operations:
         if runtime.events is not None:
             runtime.events.count_drops(metrics.events_dropped.inc)
         event.listen(runtime.engine, "handle_error", self._store_error)
+        settings = self.settings
+        health = StoreHealth(
+            runtime.engine,
+            interval_s=settings.store_probe_interval_s,
+            unready_after=settings.store_unready_after,
+            ready_after=settings.store_ready_after,
+        )
+        health.start()
+        self.store_health = health
+        metrics.store_available.set_function(lambda: 1.0 if health.available else 0.0)
         metrics.add_collector(
             AllocationCollector(
+                # Devices from the index; the pods' names only the store has, so their
+                # gauges show the last rows read while it cannot be reached.
                 devices=lambda: admin.device_rows(runtime.cluster),
-                grants=lambda: admin.grant_rows(runtime.sessions),
+                grants=LastGood[Sequence[GrantRow]](
+                    lambda: admin.grant_rows(runtime.sessions),
+                    (),
+                    health=health,
+                    what="metrics: per-pod gauges",
+                ),
             )
         )
         metrics.add_collector(
@@ -126,7 +146,6 @@ class Operations:
         )
         reporter.start()
         self.reporter = reporter
-        settings = self.settings
         if settings.leader_elect and runtime.kube is not None:
             self.elector = LeaderElector(
                 kube=runtime.kube,
@@ -152,6 +171,10 @@ class Operations:
         if self.reporter is not None:
             self.reporter.stop()
             self.reporter = None
+        if self.store_health is not None:
+            self.store_health.stop()
+            self.store_health = None
+            self.metrics.store_available.set_function(lambda: 0.0)
         self.metrics.remove_collectors()
         if runtime is not None and event.contains(
             runtime.engine, "handle_error", self._store_error
@@ -170,6 +193,9 @@ class Operations:
             if runtime is not None
             else Check(False, "not loaded from the store yet")
         }
+        if self.store_health is not None:
+            store = self.store_health.status()
+            checks["store"] = Check(store.available, store.detail)
         if runtime is not None and runtime.sync is not None:
             synced = runtime.sync.passes > 0
             checks["cluster"] = Check(

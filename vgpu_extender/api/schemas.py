@@ -9,14 +9,16 @@ do not use these: they keep their msgspec wire types.
 from __future__ import annotations
 
 from datetime import datetime
-from typing import Any, Literal
+from typing import Annotated, Any, Literal
 
 from pydantic import BaseModel, ConfigDict, Field
 
 from vgpu_extender import store
+from vgpu_extender.api.nesting import Shallow
 from vgpu_extender.services.admin import NodeReport
 from vgpu_extender.services.admin_actions import WhatIf
 from vgpu_extender.services.events import reason_of
+from vgpu_extender.store import limits
 
 
 class _Out(BaseModel):
@@ -197,7 +199,9 @@ class PodOut(BaseModel):
 
 # --------------------------------------------------------------------------- what-if
 class WhatIfIn(BaseModel):
-    pod: dict[str, Any] = Field(description="A Pod object, as `kubectl get pod -o json` shows it.")
+    pod: Annotated[dict[str, Any], Shallow] = Field(
+        description="A Pod object, as `kubectl get pod -o json` shows it."
+    )
     nodes: list[str] | None = Field(
         default=None, description="Candidate nodes; all registered nodes when absent."
     )
@@ -250,9 +254,9 @@ class WhatIfOut(BaseModel):
 
 # --------------------------------------------------------------------------- changes
 class InventoryNodeIn(BaseModel):
-    name: str
+    name: str = Field(max_length=limits.NODE_NAME)
     labels: dict[str, str] = Field(default_factory=dict)
-    devices: list[dict[str, Any]] = Field(
+    devices: Annotated[list[dict[str, Any]], Shallow] = Field(
         description="Devices as in the hami.io/node-nvidia-register annotation (JSON form)."
     )
 
@@ -346,7 +350,7 @@ class AdmissionRequestIn(BaseModel):
     uid: str = Field(min_length=1)
     operation: str = "CREATE"
     namespace: str | None = None
-    object: dict[str, Any] | None = None
+    object: Annotated[dict[str, Any], Shallow] | None = None
 
 
 class AdmissionReviewIn(BaseModel):

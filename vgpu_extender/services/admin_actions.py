@@ -30,6 +30,7 @@ from vgpu_extender.kube import Conflict, KubeClient, KubeError
 from vgpu_extender.kube import objects as kobj
 from vgpu_extender.services.cluster import ClusterState
 from vgpu_extender.services.inventory import InventoryService
+from vgpu_extender.services.inventory_shrink import describe, held_beyond
 from vgpu_extender.store.models import NodeModel
 
 logger = logging.getLogger(__name__)
@@ -112,10 +113,13 @@ def replace_inventory(
     nodes: Sequence[NodeInventory],
     *,
     kube: KubeClient | None,
+    sessions: sessionmaker[Session] | None = None,
 ) -> InventoryChange:
     """Make ``nodes`` the whole inventory. Raises ``ConflictError`` (changing nothing)
-    with a cluster, whose node annotations are the inventory, or when a node left out
-    still holds pods; ``StoreError`` when the store refuses."""
+    with a cluster, whose node annotations are the inventory, when a node left out
+    still holds pods, or when a device is left out or shrunk below what its pods hold
+    (the pods named, from ``sessions`` when given); ``StoreError`` when the store
+    refuses."""
     if kube is not None:
         raise ConflictError(
             "the inventory comes from the device plugin's node annotations while the "
@@ -132,10 +136,22 @@ def replace_inventory(
             f"nodes left out of the inventory still hold pods: {shown}; "
             "list them, or wait until their pods are gone"
         )
+    shortfalls = held_beyond(cluster, nodes)
+    if shortfalls:
+        raise ConflictError(describe(shortfalls, lambda node: _pod_names(sessions, node)))
     inventory.register(list(nodes), source="api")
     for name in gone:
         inventory.remove(name)
     return InventoryChange(registered=sorted(listed), removed=gone)
+
+
+def _pod_names(sessions: sessionmaker[Session] | None, node: str) -> dict[str, str]:
+    """UID to namespace/name of the pods the store holds on ``node`` ({} without it)."""
+    if sessions is None:
+        return {}
+    with sessions() as session:
+        pods = store.assignments(session, node=node)
+    return {uid: f"{p.meta.namespace}/{p.meta.name}" for uid, p in pods.items()}
 
 
 # --------------------------------------------------------------------------- cordon

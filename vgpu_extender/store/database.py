@@ -18,7 +18,7 @@ from sqlalchemy.exc import ArgumentError
 from sqlalchemy.orm import Session, sessionmaker
 from sqlalchemy.pool import ConnectionPoolEntry
 
-from vgpu_extender.store.errors import StoreInputError
+from vgpu_extender.store.errors import StoreInputError, classify_errors
 
 #: The embedded default: a SQLite file in the working directory.
 DEFAULT_URL = "sqlite:///vgpu-extender.db"
@@ -78,9 +78,9 @@ def make_engine(
             in_memory=in_memory,
             busy_timeout_s=float(connect_args["timeout"]),
         )
-        return engine
+        return classify_errors(engine)
     engine_options.setdefault("pool_pre_ping", True)
-    return create_engine(parsed, **engine_options)
+    return classify_errors(create_engine(parsed, **engine_options))
 
 
 def _configure_sqlite(engine: Engine, *, in_memory: bool, busy_timeout_s: float) -> None:

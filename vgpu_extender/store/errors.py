@@ -1,9 +1,17 @@
-"""Errors the store raises, and the wrapper that turns driver errors into them.
+"""Errors the store raises, and the one place that classifies driver errors into them.
 
-Callers see three kinds of failure: bad input (``StoreInputError``, a ``ValueError``
+Callers see four kinds of failure: bad input (``StoreInputError``, a ``ValueError``
 naming the field and value), a state that forbids the write (``StoreConflict``, with
-the ``Reason`` the engine would have given), and anything the database itself refused
-(``StoreError`` naming the operation, with the driver error chained).
+the ``Reason`` the engine would have given), a store that cannot be reached now
+(``StoreUnavailable``: the server refused or lost the connection, or no pooled
+connection came in time; it passes, so the caller may answer 503 and retry), and
+anything else the database refused (``StoreError`` naming the operation). The driver
+error stays chained as ``__cause__``.
+
+``classify`` is the one rule that sorts a driver error into these; ``store_operation``
+applies it to every store function, and ``classify_errors`` installs it on an engine
+for connections that cannot be opened, so code that opens sessions of its own (the
+admin reads, the bind path) gets ``StoreUnavailable`` too.
 """
 
 from __future__ import annotations
@@ -12,7 +20,9 @@ import functools
 from collections.abc import Callable
 from typing import ParamSpec, TypeVar
 
-from sqlalchemy.exc import SQLAlchemyError
+from sqlalchemy import Engine, event
+from sqlalchemy import exc as sa_exc
+from sqlalchemy.engine import ExceptionContext
 
 from vgpu_extender.domain import Reason
 
@@ -25,7 +35,20 @@ class StoreError(Exception):
 
     def __init__(self, message: str, *, operation: str = "") -> None:
         self.operation = operation
-        super().__init__(f"store {operation}: {message}" if operation else message)
+        self.message = message
+        super().__init__(self._render())
+
+    def _render(self) -> str:
+        return f"store {self.operation}: {self.message}" if self.operation else self.message
+
+
+class StoreUnavailable(StoreError):  # noqa: N818 - a state, like StoreConflict
+    """The store cannot be reached now (connection refused or lost, no pooled connection
+    in time). Its text always begins ``store unavailable:``, whoever shows it."""
+
+    def _render(self) -> str:
+        where = f"{self.operation}: " if self.operation else ""
+        return f"store unavailable: {where}{self.message}"
 
 
 class StoreInputError(StoreError, ValueError):
@@ -73,6 +96,33 @@ class AlreadyAllocated(StoreConflict):
         )
 
 
+class ImportConflict(StoreConflict):
+    """A running pod's assignment would over-commit devices the store already gives to
+    other pods: ``devices`` names them, ``pods`` the UIDs holding them."""
+
+    def __init__(
+        self,
+        message: str,
+        *,
+        pod_uid: str,
+        node: str,
+        devices: tuple[str, ...],
+        pods: tuple[str, ...],
+        reason: Reason | None = None,
+        operation: str = "",
+    ) -> None:
+        self.pod_uid = pod_uid
+        self.devices = devices
+        self.pods = pods
+        super().__init__(
+            message,
+            reason=reason,
+            node=node,
+            device=devices[0] if devices else "",
+            operation=operation,
+        )
+
+
 _E = TypeVar("_E", bound=StoreError)
 
 
@@ -80,15 +130,87 @@ def name_operation(error: _E, operation: str) -> _E:
     """``error`` with ``operation`` named in it, unless it names one already."""
     if not error.operation:
         error.operation = operation
-        error.args = (f"store {operation}: {error.args[0]}",)
+        error.args = (error._render(),)
     return error
+
+
+# --------------------------------------------------------------------------- classifying
+#: Driver errors that say the server cannot be used now, rather than what it answered:
+#: PEP 249's OperationalError (connection refused or lost, server shutting down, a
+#: statement cancelled, SQLite's file locked or unopenable) and InterfaceError (the
+#: connection object is broken), the pool's timeout, and a lost connection.
+_UNAVAILABLE = (
+    sa_exc.OperationalError,
+    sa_exc.InterfaceError,
+    sa_exc.TimeoutError,
+    sa_exc.DisconnectionError,
+)
+
+
+def is_unavailable(error: BaseException) -> bool:
+    """Whether ``error``, or an error it was raised from, says the store cannot be
+    reached (see ``_UNAVAILABLE``), rather than that it refused the request."""
+    seen: BaseException | None = error
+    while seen is not None:
+        if isinstance(seen, (StoreUnavailable, *_UNAVAILABLE)):
+            return True
+        if isinstance(seen, sa_exc.DBAPIError) and seen.connection_invalidated:
+            return True
+        seen = seen.__cause__
+    return False
+
+
+def first_line(error: BaseException) -> str:
+    """The error's first line (SQLAlchemy appends its background link on others)."""
+    text = str(error)
+    return text.splitlines()[0] if text.strip() else type(error).__name__
+
+
+def classify(error: BaseException, operation: str = "") -> StoreError:
+    """The store error ``error`` stands for: ``StoreUnavailable`` when it says the store
+    cannot be reached, the store's own error as it is, else a ``StoreError`` with the
+    driver's first line. ``operation`` is named where the error names none. The caller
+    raises the result ``from error``."""
+    if isinstance(error, StoreError) and not (type(error) is StoreError and is_unavailable(error)):
+        return name_operation(error, operation) if operation else error
+    if is_unavailable(error):
+        cause = error.__cause__ if isinstance(error, StoreError) else None
+        message = error.message if isinstance(error, StoreError) else first_line(error)
+        named = operation or (error.operation if isinstance(error, StoreError) else "")
+        unavailable = StoreUnavailable(message, operation=named)
+        unavailable.__cause__ = cause or error
+        return unavailable
+    return StoreError(first_line(error), operation=operation)
+
+
+def _on_engine_error(context: ExceptionContext) -> BaseException | None:
+    """Connections that cannot be opened leave the engine as ``StoreUnavailable``.
+
+    Only there: an error inside a transaction stays the driver's, so that the code
+    running it (``store_operation``, the failover retry) can tell a lost connection
+    from the server's answer; and a failed pre-ping is the pool's own business (it
+    reconnects).
+    """
+    if context.is_pre_ping or context.connection is not None:
+        return None
+    error = context.sqlalchemy_exception or context.original_exception
+    if not is_unavailable(error):
+        return None
+    return StoreUnavailable(first_line(error), operation="connect")
+
+
+def classify_errors(engine: Engine) -> Engine:
+    """Install ``classify`` on ``engine`` for connections it cannot open; returns it."""
+    event.listen(engine, "handle_error", _on_engine_error)
+    return engine
 
 
 def store_operation(operation: str) -> Callable[[Callable[_P, _R]], Callable[_P, _R]]:
     """Name the operation in every error leaving the decorated function.
 
-    Driver errors become ``StoreError`` (the original chained as ``__cause__``); the
-    store's own errors get the operation filled in when they lack one.
+    Driver errors are classified (``classify``: ``StoreUnavailable`` or ``StoreError``,
+    the original chained as ``__cause__``); the store's own errors get the operation
+    filled in when they lack one.
     """
 
     def decorate(func: Callable[_P, _R]) -> Callable[_P, _R]:
@@ -99,9 +221,8 @@ def store_operation(operation: str) -> Callable[[Callable[_P, _R]], Callable[_P,
             except StoreError as exc:
                 name_operation(exc, operation)
                 raise
-            except SQLAlchemyError as exc:
-                first_line = str(exc).splitlines()[0] if str(exc) else type(exc).__name__
-                raise StoreError(first_line, operation=operation) from exc
+            except sa_exc.SQLAlchemyError as exc:
+                raise classify(exc, operation) from exc
 
         return wrapper
 

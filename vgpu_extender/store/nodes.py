@@ -15,6 +15,7 @@ from sqlalchemy.orm import Session, selectinload
 
 from vgpu_extender.domain import Device, NodeInventory
 from vgpu_extender.store.errors import StoreConflict, StoreInputError, store_operation
+from vgpu_extender.store.limits import check_inventory, clip_problem
 from vgpu_extender.store.models import INVENTORY_SOURCES, AllocationModel, DeviceModel, NodeModel
 from vgpu_extender.store.records import LIVE_STATES
 
@@ -22,6 +23,7 @@ from vgpu_extender.store.records import LIVE_STATES
 def _validate(inventory: NodeInventory, source: str) -> None:
     if not inventory.name:
         raise StoreInputError("node name is empty", field="name", value=inventory.name)
+    check_inventory(inventory)
     if source not in INVENTORY_SOURCES:
         raise StoreInputError(
             f"inventory source must be one of {', '.join(INVENTORY_SOURCES)}",
@@ -93,7 +95,7 @@ def upsert_node(
     node.labels = dict(inventory.labels)
     node.cordoned = sorted(inventory.cordoned)
     node.source = source
-    node.problem = inventory.problem or None
+    node.problem = clip_problem(inventory.problem) or None
     node.updated_at = stamp
 
     existing = {row.uuid: row for row in node.devices}

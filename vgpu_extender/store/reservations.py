@@ -47,6 +47,7 @@ from vgpu_extender.store.errors import (
     name_operation,
     store_operation,
 )
+from vgpu_extender.store.limits import check_pod
 from vgpu_extender.store.models import Base
 from vgpu_extender.store.records import LIVE_STATES, AllocationState
 
@@ -351,6 +352,7 @@ def _write(
 
 def _rows_of(pod: Reservation) -> _Rows | StoreInputError:
     try:
+        check_pod(uid=pod.pod_uid, namespace=pod.namespace, name=pod.name)
         grants = _grants(
             pod_uid=pod.pod_uid, assignment=pod.assignment, container_indices=pod.container_indices
         )

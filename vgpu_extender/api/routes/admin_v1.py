@@ -37,6 +37,8 @@ from vgpu_extender.services.allocation_queries import (
     pod_allocations,
 )
 from vgpu_extender.services.inventory import parse_inventory_document
+from vgpu_extender.store.errors import classify
+from vgpu_extender.store.limits import ValueTooLong
 
 router = APIRouter(prefix="/api/v1", tags=["admin"], dependencies=[ReaderDep])
 
@@ -55,8 +57,10 @@ _AUTH_ERRORS: dict[int | str, dict[str, Any]] = {
 Name = Annotated[str, Path(min_length=1, max_length=253)]
 
 
-def _store_down(exc: store.StoreError) -> HTTPException:
-    return HTTPException(status.HTTP_503_SERVICE_UNAVAILABLE, f"store unavailable: {exc}")
+def _store_down(exc: store.StoreError) -> store.StoreError:
+    """Raised on to the app's store error handler: 503 with the reason, logged once per
+    kind and interval (``api/store_errors.py``)."""
+    return classify(exc)
 
 
 # --------------------------------------------------------------------------- reading
@@ -167,8 +171,10 @@ def put_inventory(body: InventoryIn, runtime: RuntimeDep) -> InventoryChangeOut:
             where="body",
         )
         change = admin_actions.replace_inventory(
-            runtime.cluster, runtime.inventory, nodes, kube=runtime.kube
+            runtime.cluster, runtime.inventory, nodes, kube=runtime.kube, sessions=runtime.sessions
         )
+    except ValueTooLong as exc:  # as the store's columns hold, on every backend
+        raise HTTPException(422, str(exc)) from None
     except (InventoryError, store.StoreInputError) as exc:
         raise HTTPException(status.HTTP_400_BAD_REQUEST, str(exc)) from None
     except (admin_actions.ConflictError, store.StoreConflict, AllocationError) as exc:

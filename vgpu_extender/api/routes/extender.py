@@ -21,15 +21,17 @@ from collections.abc import Awaitable, Callable
 from dataclasses import dataclass
 from typing import Any
 
+from sqlalchemy.exc import SQLAlchemyError
 from starlette.applications import Starlette
 from starlette.concurrency import run_in_threadpool
 from starlette.datastructures import State
 from starlette.types import Receive, Scope, Send
 
-from vgpu_extender.api import wire
+from vgpu_extender.api import store_errors, wire
 from vgpu_extender.api.verbs import JSON, error_body, read_body
 from vgpu_extender.services.runtime import Runtime
 from vgpu_extender.services.scheduling import FilterOutcome
+from vgpu_extender.store.errors import StoreError, classify
 
 logger = logging.getLogger(__name__)
 _JSON_BYTES = JSON.encode()
@@ -156,6 +158,14 @@ async def _content(verb: Verb, state: State, scope: Scope, receive: Receive) -> 
     except wire.WireError as exc:
         logger.info("%s: bad request: %s", verb.name, exc)
         return error_body(verb.name, str(exc))
+    except RecursionError:  # the decoder's depth: a body no Kubernetes object needs
+        message = f"{verb.name}: malformed JSON: nested too deeply"
+        logger.info("%s: bad request: %s", verb.name, message)
+        return error_body(verb.name, message)
+    except (StoreError, SQLAlchemyError) as exc:  # classified, logged once per kind
+        error = classify(exc)
+        store_errors.report(state, error, where=verb.name)
+        return error_body(verb.name, f"{verb.name}: {error}")
     except Exception as exc:  # never a 5xx for kube-scheduler
         logger.exception("%s failed", verb.name)
         message = f"{verb.name}: internal error: {type(exc).__name__}: {exc}"
