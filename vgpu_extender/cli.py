@@ -14,8 +14,9 @@ from __future__ import annotations
 import importlib
 import importlib.util
 import logging
+import socket
 from pathlib import Path
-from typing import Annotated, Any
+from typing import TYPE_CHECKING, Annotated, Any
 
 import typer
 
@@ -23,6 +24,9 @@ from vgpu_extender import inspect_cli
 from vgpu_extender.redaction import hide_passwords, redact_logging, shown_url
 from vgpu_extender.settings import Settings
 from vgpu_extender.settings_cli import settings_or_exit
+
+if TYPE_CHECKING:
+    from vgpu_extender.serving import ServingLimits
 
 app = typer.Typer(
     add_completion=False,
@@ -86,10 +90,13 @@ def serve(
     ssl: dict[str, Any] = {}
     if settings.tls_cert is not None and settings.tls_key is not None:
         ssl = {"ssl_certfile": str(settings.tls_cert), "ssl_keyfile": str(settings.tls_key)}
+    limits = serving_limits(settings)
+    sockets = listen(settings)
     # uvicorn.run's, with the certificate reloaded when its files change.
     tls_reload.run(
         create_app(settings, freeze_gc=True),
         interval_s=settings.tls_reload_interval_s,
+        sockets=sockets,
         host=settings.host,
         port=settings.port,
         log_level=settings.log_level.lower(),
@@ -97,8 +104,39 @@ def serve(
         # kube-scheduler calls the extender directly: no proxy's headers to trust, and
         # the loopback-only check must see the real peer.
         proxy_headers=False,
+        **limits.uvicorn_options(),
         **ssl,
     )
+
+
+def listen(settings: Settings) -> list[socket.socket]:
+    """A bound socket per listener (the main port, and the admin and metrics ports
+    when set: ``api/listeners.py``); one that cannot be had exits, naming it."""
+    from vgpu_extender.api.listeners import bind_sockets
+
+    try:
+        bound = bind_sockets(settings)
+    except OSError as exc:
+        typer.echo(f"serve: {exc}", err=True)
+        raise typer.Exit(2) from None
+    log = logging.getLogger("vgpu_extender")
+    for listener, sock in bound:
+        host, port = sock.getsockname()[:2]
+        served = ", ".join(sorted(listener.serves))
+        log.info("listening on %s port %d (%s): %s", host, port, listener.name, served)
+    return [sock for _listener, sock in bound]
+
+
+def serving_limits(settings: Settings) -> ServingLimits:
+    """The process's connection caps and timeouts; each listener's ``uvicorn.Config``
+    takes ``**limits.uvicorn_options()``. Caps that do not fit the file limit exit."""
+    from vgpu_extender.serving import LimitError, connection_limits
+
+    try:
+        return connection_limits(settings)
+    except LimitError as exc:
+        typer.echo(f"serve: {exc}", err=True)
+        raise typer.Exit(2) from None
 
 
 @app.command()

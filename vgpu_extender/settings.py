@@ -44,6 +44,24 @@ class Settings(BaseSettings):
     #: Bodies larger than this are refused with a clear ``Error`` (non-cache mode at
     #: 5,000 nodes is about 20 MB).
     max_body_bytes: int = Field(default=64 * 2**20, gt=0)
+    #: A request's head (request line and headers) must be in this long after the
+    #: connection opened or the request's first byte came, else the connection is
+    #: closed: silent and trickling clients do not hold a connection.
+    header_timeout_s: float = Field(default=10.0, gt=0, le=3600)
+    #: A request's body must be in this long after its head.
+    body_timeout_s: float = Field(default=30.0, gt=0, le=3600)
+    #: An idle keep-alive connection is closed after this. Longer than the 90 s a Go
+    #: client (kube-scheduler) keeps one idle, so the client closes first and never
+    #: sends on a connection being closed.
+    keepalive_timeout_s: float = Field(default=120.0, gt=0, le=3600)
+    #: Client connections open at once, on all listeners together; past it, 503 at
+    #: once. Unset: 4,096, or less if the open-file limit leaves less.
+    max_connections: int | None = Field(default=None, ge=1)
+    #: Connections one client address may hold open at once; past it, 503.
+    max_connections_per_client: int = Field(default=256, ge=1)
+    #: Connections from 127.0.0.1 and ::1 (kube-scheduler in the same Pod) admitted past
+    #: ``max_connections``, so other clients filling it never lock the scheduler out.
+    loopback_headroom: int = Field(default=64, ge=1)
 
     # State.
     database_url: str = "sqlite:///vgpu-extender.db"
