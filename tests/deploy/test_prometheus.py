@@ -1,0 +1,51 @@
+"""The ServiceMonitor scrapes the extender's /metrics as the extender requires: over
+TLS to the name its certificate carries, with the admin token as bearer token."""
+
+from __future__ import annotations
+
+from tests.deploy.manifests import (
+    BASE,
+    COMPONENTS,
+    KUSTOMIZATION,
+    OVERLAYS,
+    container,
+    find,
+    load_documents,
+    render,
+)
+
+BASE_OBJECTS = render(BASE)
+COMPONENT = COMPONENTS / "prometheus"
+(MONITOR,) = [d for d in load_documents(COMPONENT / "service-monitor.yaml")]
+(ENDPOINT,) = MONITOR["spec"]["endpoints"]
+
+
+def test_the_component_lists_the_service_monitor() -> None:
+    (spec,) = load_documents(COMPONENT / KUSTOMIZATION)
+    assert spec["kind"] == "Component" and spec["resources"] == ["service-monitor.yaml"]
+
+
+def test_it_selects_the_extenders_service_and_port() -> None:
+    service = find(BASE_OBJECTS, "Service", "vgpu-extender")
+    assert MONITOR["metadata"]["namespace"] == service["metadata"]["namespace"]
+    labels = service["metadata"]["labels"]
+    assert MONITOR["spec"]["selector"]["matchLabels"].items() <= labels.items()
+    assert ENDPOINT["port"] in {p["name"] for p in service["spec"]["ports"]}
+    assert (ENDPOINT["path"], ENDPOINT["scheme"]) == ("/metrics", "https")
+
+
+def test_it_sends_the_admin_token_the_extender_reads() -> None:
+    extender = container(find(BASE_OBJECTS, "Deployment", "vgpu-scheduler"), "vgpu-extender")
+    (token,) = [e for e in extender["env"] if e["name"] == "VGPU_ADMIN_TOKEN"]
+    reference = token["valueFrom"]["secretKeyRef"]
+    credentials = ENDPOINT["authorization"]["credentials"]
+    assert ENDPOINT["authorization"]["type"] == "Bearer"
+    assert (credentials["name"], credentials["key"]) == (reference["name"], reference["key"])
+
+
+def test_it_trusts_the_serving_certificate_by_its_name() -> None:
+    tls = ENDPOINT["tlsConfig"]
+    objects = render(OVERLAYS / "cert-manager")
+    certificate = find(objects, "Certificate", tls["ca"]["secret"]["name"])
+    assert tls["serverName"] in certificate["spec"]["dnsNames"]
+    assert tls["ca"]["secret"]["key"] == "ca.crt"
