@@ -26,10 +26,23 @@ from vgpu_extender.domain import AnnotationError, PodAssignment, RequestError
 from vgpu_extender.kube import KubeClient, KubeError, KubeObject, MalformedObject, WatchExpired
 from vgpu_extender.kube import objects as kobj
 from vgpu_extender.kube.client import Listing, WatchEvent
+from vgpu_extender.log_throttle import ThrottledLog
 from vgpu_extender.services.cluster import ClusterState
 from vgpu_extender.services.inventory import InventoryService, NodeView
+from vgpu_extender.store.errors import StoreUnavailable
 
 logger = logging.getLogger(__name__)
+#: A store out of reach fails every pod event and every pod of a pass alike: one line
+#: per interval says so.
+_unavailable_log = ThrottledLog(logger)
+
+
+def _warn(exc: Exception, message: str, *args: object) -> None:
+    if isinstance(exc, StoreUnavailable):
+        _unavailable_log.warning(StoreUnavailable.__name__, message, *args)
+    else:
+        logger.warning(message, *args)
+
 
 #: How long one watch request lasts before it is renewed (also bounds stop latency).
 WATCH_TIMEOUT_S = 30
@@ -182,7 +195,7 @@ class SyncService:
             if ours and kobj.node_name(pod) and self._cluster.index.allocation(uid) is None:
                 self._import(pod, ReconcileReport())
         except (MalformedObject, store.StoreError) as exc:
-            logger.warning("pod event %s for %r not applied: %s", kind, pod.get("metadata"), exc)
+            _warn(exc, "pod event %s for %r not applied: %s", kind, pod.get("metadata"), exc)
 
     def _ours(self, pod: KubeObject) -> bool:
         return self._cluster.vendor.node_annotation in kobj.annotations(pod)
@@ -210,7 +223,7 @@ class SyncService:
                     self._check(uid, meta, by_uid.get(uid), young, report)
                 except (store.StoreError, MalformedObject) as exc:
                     report.failed += 1
-                    logger.warning("reconcile: pod %s: %s", uid, exc)
+                    _warn(exc, "reconcile: pod %s: %s", uid, exc)
             for uid, pod in by_uid.items():
                 if uid in stored:
                     continue
@@ -219,7 +232,7 @@ class SyncService:
                         self._import(pod, report)
                 except (store.StoreError, MalformedObject) as exc:
                     report.failed += 1
-                    logger.warning("reconcile: import of pod %s: %s", uid, exc)
+                    _warn(exc, "reconcile: import of pod %s: %s", uid, exc)
             self.passes += 1
             self.totals.add(report)
         if report.changes or report.failed:
