@@ -199,7 +199,10 @@ def test_connections_past_the_caps_get_503(extender: ExtenderProcess) -> None:
     try:
         # One address: its own cap.
         held.extend(_connect(port, "127.0.0.40") for _ in range(PER_CLIENT))
-        refused = _read_until_close(_connect(port, "127.0.0.40"), 3.0)
+        # A request sent before the refusal is read is not answered with a reset.
+        over = _connect(port, "127.0.0.40")
+        over.sendall(b"POST /filter HTTP/1.1\r\nHost: x\r\nContent-Length: 2\r\n\r\n{}")
+        refused = _read_until_close(over, 3.0)
         assert refused.startswith(b"HTTP/1.1 503 "), refused
         assert b"connection: close" in refused and b"x-vgpu-refused: per_client" in refused
         # Many addresses, none past its own cap: the total.
