@@ -118,11 +118,10 @@ def test_ha_is_two_replicas_on_postgres_without_a_claim() -> None:
     assert secret_ref == {"name": "vgpu-postgres", "key": "url"}
     assert not [o for o in objects if o["kind"] == "PersistentVolumeClaim"]
     assert volume_for_mount(deployment, "data") == {"name": "data", "emptyDir": {}}
-    postgres = find(objects, "StatefulSet", "vgpu-postgres")
-    password = container(postgres, "postgres")["env"]
-    assert {"name": "vgpu-postgres", "key": "password"} in [
-        e.get("valueFrom", {}).get("secretKeyRef") for e in password
-    ]
+    # The database is a CloudNativePG Cluster whose owner's Secret is the URL's Secret.
+    postgres = find(objects, "Cluster", "vgpu-postgres")
+    assert postgres["spec"]["bootstrap"]["initdb"]["secret"]["name"] == secret_ref["name"]
+    assert not [o for o in objects if o["kind"] == "StatefulSet"]
     assert find(objects, "PodDisruptionBudget", "vgpu-scheduler")["spec"]["minAvailable"] == 1
 
 

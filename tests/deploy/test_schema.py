@@ -78,9 +78,23 @@ CERT_MANAGER_REQUIRED = {
 }
 
 
-@pytest.mark.parametrize("key", list(CRD_OBJECTS), ids=_ids(list(CRD_OBJECTS)))
+CERT_MANAGER_OBJECTS = {
+    key: obj for key, obj in CRD_OBJECTS.items() if obj["apiVersion"].startswith("cert-manager.io/")
+}
+CNPG_OBJECTS = {
+    key: obj
+    for key, obj in CRD_OBJECTS.items()
+    if obj["apiVersion"].startswith("postgresql.cnpg.io/")
+}
+
+
+def test_every_custom_resource_is_checked_somewhere() -> None:
+    assert CRD_OBJECTS.keys() == CERT_MANAGER_OBJECTS.keys() | CNPG_OBJECTS.keys()
+
+
+@pytest.mark.parametrize("key", list(CERT_MANAGER_OBJECTS), ids=_ids(list(CERT_MANAGER_OBJECTS)))
 def test_cert_manager_objects_are_well_formed(key: tuple[str, str]) -> None:
-    obj = CRD_OBJECTS[key]
+    obj = CERT_MANAGER_OBJECTS[key]
     assert obj["apiVersion"] == "cert-manager.io/v1"
     assert obj["kind"] in CERT_MANAGER_REQUIRED
     for path in CERT_MANAGER_REQUIRED[obj["kind"]]:
@@ -94,6 +108,54 @@ def test_cert_manager_objects_are_well_formed(key: tuple[str, str]) -> None:
         assert issuer["name"] in names
 
 
+#: CloudNativePG Cluster fields the HA overlay relies on (the operator's CRD is not in
+#: the Kubernetes schema), each with the type it must have.
+CNPG_CLUSTER_FIELDS: dict[tuple[str, ...], type] = {
+    ("spec", "instances"): int,
+    ("spec", "minSyncReplicas"): int,
+    ("spec", "maxSyncReplicas"): int,
+    ("spec", "bootstrap", "initdb", "database"): str,
+    ("spec", "bootstrap", "initdb", "owner"): str,
+    ("spec", "bootstrap", "initdb", "secret", "name"): str,
+    ("spec", "storage", "size"): str,
+}
+#: Every key a Cluster in deploy/ may use under spec (a typo is caught here).
+CNPG_CLUSTER_SPEC_KEYS = {
+    "instances",
+    "imageName",
+    "minSyncReplicas",
+    "maxSyncReplicas",
+    "primaryUpdateStrategy",
+    "bootstrap",
+    "storage",
+    "affinity",
+    "inheritedMetadata",
+    "resources",
+    "postgresql",
+}
+
+
+@pytest.mark.parametrize("key", list(CNPG_OBJECTS), ids=_ids(list(CNPG_OBJECTS)))
+def test_cloudnativepg_cluster_is_highly_available(key: tuple[str, str]) -> None:
+    obj = CNPG_OBJECTS[key]
+    assert (obj["apiVersion"], obj["kind"]) == ("postgresql.cnpg.io/v1", "Cluster")
+    for path, kind in CNPG_CLUSTER_FIELDS.items():
+        node = obj
+        for part in path:
+            assert part in node, f"Cluster {obj['metadata']['name']} lacks {'.'.join(path)}"
+            node = node[part]
+        assert isinstance(node, kind), f"{'.'.join(path)}: {node!r} is not a {kind.__name__}"
+    spec = obj["spec"]
+    assert set(spec) <= CNPG_CLUSTER_SPEC_KEYS, set(spec) - CNPG_CLUSTER_SPEC_KEYS
+    # A primary and two standbys; a commit answered only once a standby has it (so a
+    # failover loses no answered bind); writes going on with one standby lost (the
+    # operator asks for no fewer than minSyncReplicas, and one fewer are left).
+    assert spec["instances"] >= 3
+    assert 1 <= spec["minSyncReplicas"] <= spec["maxSyncReplicas"] <= spec["instances"] - 1
+    assert spec["minSyncReplicas"] <= spec["instances"] - 2
+
+
 def test_every_overlay_adds_objects_of_its_own() -> None:
     assert {where for where, _ in K8S_OBJECTS} == {str(d.relative_to(DEPLOY)) for d in BUILDABLE}
-    assert {where for where, _ in CRD_OBJECTS} == {"overlays/cert-manager"}
+    assert {where for where, _ in CERT_MANAGER_OBJECTS} == {"overlays/cert-manager"}
+    assert {where for where, _ in CNPG_OBJECTS} == {"overlays/ha"}

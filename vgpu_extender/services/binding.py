@@ -32,7 +32,7 @@ from collections.abc import Callable, Mapping
 from dataclasses import dataclass
 from datetime import UTC, datetime
 
-from sqlalchemy import Engine
+from sqlalchemy import Connection, Engine
 from sqlalchemy.orm import Session, sessionmaker
 
 from vgpu_extender import store
@@ -311,20 +311,7 @@ class BindingService:
             return []
         self._on_batch(len(chosen))
         try:
-            with self._engine.begin() as connection:
-                refusals = store.reserve_all(
-                    connection,
-                    [
-                        store.Reservation(p.args.uid, p.args.namespace, p.args.pod_name, a)
-                        for p, a in chosen
-                    ],
-                    now=self._clock(),
-                )
-                if self._kube is None:
-                    written = [
-                        p.args.uid for (p, _), r in zip(chosen, refusals, strict=True) if r is None
-                    ]
-                    store.mark_many_bound(connection, pod_uids=written, now=self._clock())
+            refusals = self._write_round(chosen)
         except store.StoreError as exc:
             for pending, _ in chosen:
                 self._take_back(pending)
@@ -363,6 +350,38 @@ class BindingService:
         if changed:
             self._cluster.refresh_node(self._sessions, node)
         return again
+
+    def _write_round(
+        self, chosen: list[tuple[_Pending, PodAssignment]]
+    ) -> list[store.StoreError | None]:
+        """Insert the round's rows in one transaction; each bind's refusal, or None.
+
+        Run again on a new connection when the connection is lost (a database failover)
+        before the commit; when it is lost during the commit, the rows are read back
+        rather than written twice."""
+
+        def write(connection: Connection) -> list[store.StoreError | None]:
+            refusals = store.reserve_all(
+                connection,
+                [
+                    store.Reservation(p.args.uid, p.args.namespace, p.args.pod_name, a)
+                    for p, a in chosen
+                ],
+                now=self._clock(),
+            )
+            if self._kube is None:
+                written = [
+                    p.args.uid for (p, _), r in zip(chosen, refusals, strict=True) if r is None
+                ]
+                store.mark_many_bound(connection, pod_uids=written, now=self._clock())
+            return refusals
+
+        def committed(refusals: list[store.StoreError | None]) -> bool:
+            written = [p.args.uid for (p, _), r in zip(chosen, refusals, strict=True) if r is None]
+            with self._sessions() as session:
+                return all(store.live_allocations(session, pod_uid=uid) for uid in written)
+
+        return store.run_transaction(self._engine, write, committed=committed, operation="reserve")
 
     def _choose_all(self, batch: list[_Pending]) -> list[tuple[_Pending, PodAssignment]]:
         """Each bind's devices: those claimed on arrival, or (on a retry, or without a

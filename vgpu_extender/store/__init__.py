@@ -16,6 +16,7 @@ from vgpu_extender.store.errors import (
     StoreError,
     StoreInputError,
 )
+from vgpu_extender.store.failover import is_disconnect, run_transaction
 from vgpu_extender.store.migrate import head_revision, migrate, schema_revision
 from vgpu_extender.store.records import (
     LIVE_STATES,
@@ -60,6 +61,7 @@ __all__ = [
     "expire_reservations",
     "head_revision",
     "import_assignment",
+    "is_disconnect",
     "live_allocations",
     "load_inventories",
     "make_engine",
@@ -72,6 +74,7 @@ __all__ = [
     "remove_node",
     "reserve",
     "reserve_all",
+    "run_transaction",
     "schema_revision",
     "session_factory",
     "upsert_node",

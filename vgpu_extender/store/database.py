@@ -6,6 +6,12 @@ concurrent writers queue on ``busy_timeout`` instead of failing with "database i
 locked" when a read-then-write transaction tries to upgrade its lock. PostgreSQL
 (``postgresql+psycopg://``) is the option for several replicas; there, writers
 serialise per node with ``SELECT ... FOR UPDATE`` on the node's row.
+
+A PostgreSQL URL may name several servers, libpq's way (a primary and its standbys:
+``?host=db1:5432,db2:5432&target_session_attrs=read-write``): each new connection
+goes to whichever is the primary now. Pooled connections are checked before use
+(pre-ping), and the first one found dead makes the pool drop all the others, so after
+a failover the next transaction connects to the promoted standby.
 """
 
 from __future__ import annotations
@@ -30,6 +36,19 @@ SQLITE_BUSY_TIMEOUT_S = 30.0
 _POSTGRES_DRIVER = "postgresql+psycopg"
 _SUPPORTED = ("sqlite", "sqlite+pysqlite", _POSTGRES_DRIVER)
 
+#: libpq settings a PostgreSQL connection gets unless its URL sets them: give up on an
+#: unreachable server in seconds (per host, so a multi-host URL moves on to the next),
+#: and notice a server that vanished without closing the connection (a failed node)
+#: within about 10 s rather than the kernel's 15 minutes.
+POSTGRES_CONNECT_DEFAULTS: dict[str, str] = {
+    "connect_timeout": "5",
+    "keepalives": "1",
+    "keepalives_idle": "5",
+    "keepalives_interval": "2",
+    "keepalives_count": "3",
+    "tcp_user_timeout": "10000",
+}
+
 
 def parse_url(url: str | URL) -> URL:
     """Validate a database URL and pick the driver the store supports for it."""
@@ -47,7 +66,65 @@ def parse_url(url: str | URL) -> URL:
             field="database_url",
             value=shown,
         )
+    if parsed.get_backend_name() == "postgresql":
+        parsed = _normalise_hosts(parsed)
     return parsed
+
+
+def _normalise_hosts(url: URL) -> URL:
+    """Check a multi-host URL's ``host``/``port`` query and write it the one way the
+    driver reads in every case: ``host=H1,H2&port=P1,P2``.
+
+    Also accepted: ``host=H1:P1,H2:P2`` (libpq's hosts with their ports, which
+    SQLAlchemy would hand to libpq as one host name) and ``host=H1:P1&host=H2:P2``.
+    """
+    query = url.query
+    if "host" not in query:
+        return url
+    tokens = _split(query["host"])
+    if "port" in query:
+        if any(_host_port(token)[1] for token in tokens):
+            raise _host_error(url, "give ports either as host=H:P or in port=, not both")
+        ports = _split(query["port"])
+        if len(ports) != len(tokens):
+            raise _host_error(url, f"{len(tokens)} hosts but {len(ports)} ports")
+        pairs = list(zip(tokens, ports, strict=True))
+    else:
+        pairs = [_host_port(token) for token in tokens]
+    for host, port in pairs:
+        if not host:
+            raise _host_error(url, "an empty host name")
+        if port and not (port.isdigit() and 0 < int(port) < 65536):
+            raise _host_error(url, f"port {port!r} of host {host!r} is not a port number")
+    rest = {key: value for key, value in query.items() if key not in ("host", "port")}
+    hosts = {"host": ",".join(host for host, _ in pairs)}
+    if any(port for _, port in pairs):
+        hosts["port"] = ",".join(port for _, port in pairs)
+    return url.set(query={**rest, **hosts})
+
+
+def _split(value: str | tuple[str, ...]) -> list[str]:
+    values = [value] if isinstance(value, str) else list(value)
+    return [part.strip() for each in values for part in each.split(",")]
+
+
+def _host_port(token: str) -> tuple[str, str]:
+    """``HOST:PORT``, ``[IPV6]:PORT``, or a bare host (an IPv6 address, a socket path)."""
+    if token.startswith("[") and "]" in token:
+        host, _, rest = token[1:].partition("]")
+        return host, rest.removeprefix(":")
+    if token.count(":") == 1:
+        host, _, port = token.partition(":")
+        return host, port
+    return token, ""
+
+
+def _host_error(url: URL, problem: str) -> StoreInputError:
+    return StoreInputError(
+        f"bad host list in the database URL: {problem}",
+        field="database_url",
+        value=url.render_as_string(hide_password=True),
+    )
 
 
 def make_engine(
@@ -80,7 +157,12 @@ def make_engine(
         )
         return classify_errors(engine)
     engine_options.setdefault("pool_pre_ping", True)
-    return classify_errors(create_engine(parsed, **engine_options))
+    # Defaults only: what the URL says wins (connect_args would override the URL).
+    connect_args = {
+        key: value for key, value in POSTGRES_CONNECT_DEFAULTS.items() if key not in parsed.query
+    }
+    connect_args.update(engine_options.pop("connect_args", {}))
+    return classify_errors(create_engine(parsed, connect_args=connect_args, **engine_options))
 
 
 def _configure_sqlite(engine: Engine, *, in_memory: bool, busy_timeout_s: float) -> None:
