@@ -39,8 +39,23 @@ class Settings(BaseSettings):
     port: int = Field(default=8888, ge=0, le=65535)
     tls_cert: Path | None = None
     tls_key: Path | None = None
-    #: Answer the scheduler verbs only to loopback clients (a kube-scheduler sidecar).
-    verbs_localhost_only: bool = False
+    #: How often the certificate and key files are checked; a renewed pair is served
+    #: to new connections within this, without a restart.
+    tls_reload_interval_s: float = Field(default=10.0, gt=0, le=3600)
+    #: A second listener for the admin API, the webhook and gpushare's inspect (and
+    #: ``/metrics`` unless ``metrics_port`` is set); the main port then serves only the
+    #: scheduler verbs and health, so it need not be reachable from the cluster.
+    #: Unset: everything on ``port``, as before.
+    admin_port: int | None = Field(default=None, ge=1, le=65535)
+    #: Where the admin listener binds; unset: ``host``.
+    admin_host: str | None = None
+    #: A listener of its own for ``/metrics`` (and health), e.g. for Prometheus.
+    metrics_port: int | None = Field(default=None, ge=1, le=65535)
+    #: Where the metrics listener binds; unset: ``host``.
+    metrics_host: str | None = None
+    #: Answer the scheduler verbs only to loopback clients (127.0.0.0/8, ::1,
+    #: ::ffff:127.0.0.1): kube-scheduler calls its extender over loopback in the deploy.
+    verbs_localhost_only: bool = True
     #: Bodies larger than this are refused with a clear ``Error`` (non-cache mode at
     #: 5,000 nodes is about 20 MB).
     max_body_bytes: int = Field(default=64 * 2**20, gt=0)
@@ -177,6 +192,23 @@ class Settings(BaseSettings):
     def _tls_pair(self) -> Settings:
         if (self.tls_cert is None) != (self.tls_key is None):
             raise ValueError("tls_cert and tls_key must be given together")
+        return self
+
+    @model_validator(mode="after")
+    def _distinct_ports(self) -> Settings:
+        # Each listener is told apart by its port, so no two may share one.
+        named: dict[str, int | None] = {
+            "port": self.port,
+            "admin_port": self.admin_port,
+            "metrics_port": self.metrics_port,
+        }
+        seen: dict[int, str] = {}
+        for name, value in named.items():
+            if value is None or value == 0:
+                continue
+            if value in seen:
+                raise ValueError(f"{name} ({value}) must differ from {seen[value]} ({value})")
+            seen[value] = name
         return self
 
     @model_validator(mode="after")

@@ -130,12 +130,19 @@ class ReloadingServer(uvicorn.Server):
         await super().shutdown(sockets=sockets)
 
 
-def run(app: object, *, interval_s: float = DEFAULT_INTERVAL_S, **options: object) -> None:
-    """``uvicorn.run(app, **options)`` for one listener, on a :class:`ReloadingServer`;
-    exits with status 3, as uvicorn does, when the server did not start."""
+def run(
+    app: object,
+    *,
+    interval_s: float = DEFAULT_INTERVAL_S,
+    sockets: list[socket.socket] | None = None,
+    **options: object,
+) -> None:
+    """``uvicorn.run(app, **options)`` on a :class:`ReloadingServer`, on ``sockets``
+    when given (bound already, one per listener; else on ``host``/``port``); exits with
+    status 3, as uvicorn does, when the server did not start."""
     config = uvicorn.Config(app, **options)  # type: ignore[arg-type]
     server = ReloadingServer(config, interval_s=interval_s)
     with contextlib.suppress(KeyboardInterrupt):
-        server.run()
+        server.run(sockets=sockets)
     if not server.started:
         raise SystemExit(3)

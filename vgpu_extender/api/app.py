@@ -16,6 +16,7 @@ from sqlalchemy.exc import SQLAlchemyError
 from starlette.concurrency import run_in_threadpool
 from starlette.types import Receive, Scope, Send
 
+from vgpu_extender.api.listeners import PortRouter, not_found
 from vgpu_extender.api.operations import install as install_operations
 from vgpu_extender.api.routes import admin_v1, extender, gpushare, health, metrics, webhook
 from vgpu_extender.api.store_errors import store_error_handler
@@ -31,7 +32,13 @@ class ExtenderApp(FastAPI):
     machinery runs: they come once per pod per verb, and the middleware stack and
     routing would cost a good share of a filter."""
 
+    #: Which endpoints each port serves, when a second port is set (``listeners``).
+    ports: PortRouter | None = None
+
     async def __call__(self, scope: Scope, receive: Receive, send: Send) -> None:
+        if self.ports is not None and scope["type"] == "http" and not self.ports.allows(scope):
+            await not_found(send)
+            return
         verb = extender.verb_of(scope)
         if verb is None:
             await super().__call__(scope, receive, send)
@@ -99,6 +106,8 @@ def create_app(
         lifespan=lifespan,
     )
     app.state.settings = resolved
+    if resolved.admin_port is not None or resolved.metrics_port is not None:
+        app.ports = PortRouter(resolved)
     install_operations(app, resolved)
     app.include_router(health.router)
     app.include_router(metrics.router)

@@ -8,6 +8,7 @@ for preempt), never a 4xx or 5xx.
 
 from __future__ import annotations
 
+import functools
 import logging
 from typing import Annotated
 
@@ -15,6 +16,7 @@ from fastapi import Depends, Request, Response
 from starlette.types import Receive, Scope
 
 from vgpu_extender.api import wire
+from vgpu_extender.api.security import is_loopback
 from vgpu_extender.services.preemption import PreemptOutcome
 from vgpu_extender.services.runtime import Runtime
 from vgpu_extender.services.scheduling import FilterOutcome
@@ -23,7 +25,8 @@ from vgpu_extender.settings import Settings
 logger = logging.getLogger(__name__)
 
 JSON = "application/json"
-_LOOPBACK = frozenset({"127.0.0.1", "::1", "localhost"})
+#: Asked once per verb request, of few distinct peers.
+_loopback = functools.lru_cache(maxsize=1024)(is_loopback)
 
 
 async def get_runtime(request: Request) -> Runtime:
@@ -60,10 +63,10 @@ async def read_body(scope: Scope, receive: Receive, settings: Settings, verb: st
     if settings.verbs_localhost_only:
         client = scope.get("client")
         host = client[0] if client else ""
-        if host not in _LOOPBACK:
+        if not _loopback(host):
             raise wire.WireError(
                 f"{verb}: the scheduler verbs are served to loopback clients only "
-                f"(verbs_localhost_only); client {host!r}"
+                f"(VGPU_VERBS_LOCALHOST_ONLY=true); client {host!r} is not on loopback"
             )
     limit = settings.max_body_bytes
     declared = _header(scope, b"content-length")
