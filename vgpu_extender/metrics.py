@@ -244,6 +244,12 @@ class Metrics:
             "Pod Events not recorded because their queue was full (unschedulable, bind)",
             registry=registry,
         )
+        self.import_conflicts = Gauge(
+            "vgpu_extender_import_conflicts",
+            "Running pods whose allocation could not be imported without over-committing "
+            "a GPU (open allocation conflicts; their GPUs take no new pod)",
+            registry=registry,
+        )
         self.leader = Gauge(
             "vgpu_extender_leader",
             "1 while this replica holds the leader Lease (always 0 without leader election)",

@@ -20,8 +20,11 @@ from sqlalchemy.orm import Session, sessionmaker
 
 from vgpu_extender.domain import Device, DeviceGrant, NodeInventory, PodAssignment, Reason
 from vgpu_extender.store import (
+    NODE_ABSENT,
     AllocationState,
     AlreadyAllocated,
+    ImportConflict,
+    NodeRemoval,
     Reservation,
     StoreConflict,
     StoreError,
@@ -139,7 +142,7 @@ RESERVE_CASES = [
         [grants("node-a", [("GPU-a0", 1000, 60)])],
         grants("node-a", [("GPU-a0", 1000, 50)]),
         Reason.CORES,
-        "cores 110/100%",
+        "cores 110/100",
         id="cores-over",
     ),
     pytest.param(
@@ -162,7 +165,7 @@ RESERVE_CASES = [
         NODE_A,
         [grants("node-a", [("GPU-a0", 1000, 100)])],
         grants("node-a", [("GPU-a0", 1000, 0)]),
-        Reason.CORES,
+        Reason.NO_COMPUTE,
         "all cores in use",
         id="share-exclusive-device",
     ),
@@ -333,17 +336,54 @@ class StoreContract:
         with db.factory() as session:
             assert load_inventories(session) == []
 
-    def test_remove_node_drops_devices_and_allocations(self, db: Db) -> None:
+    def test_remove_node_drops_devices_and_released_rows(self, db: Db) -> None:
         put_node(db)
         put_node(db, NodeInventory(name="node-b", devices=(gpu("GPU-b0"),)))
         do_reserve(db, "p1", grants("node-a", [("GPU-a0", 1000, 0)]))
         do_reserve(db, "p2", grants("node-b", [("GPU-b0", 1000, 0)]))
         with db.factory.begin() as session:
-            assert remove_node(session, name="node-a") is True
-            assert remove_node(session, name="node-a") is False
+            release(session, pod_uid="p1", now=T0)
+        with db.factory.begin() as session:
+            assert remove_node(session, name="node-a") is NodeRemoval.REMOVED
+            assert remove_node(session, name="node-a") is NodeRemoval.UNKNOWN
         with db.factory() as session:
             assert [n.name for n in load_inventories(session)] == ["node-b"]
         assert [row[0] for row in live(db)] == ["p2"]
+
+    def test_a_node_removed_while_pods_hold_it_stays_marked_absent(self, db: Db) -> None:
+        put_node(db)
+        do_reserve(db, "p1", grants("node-a", [("GPU-a0", 1000, 0)]))
+        with db.factory.begin() as session:
+            assert remove_node(session, name="node-a") is NodeRemoval.ABSENT
+        with db.factory() as session:
+            [kept] = load_inventories(session)
+        assert (kept.name, kept.problem, len(kept.devices)) == ("node-a", NODE_ABSENT, 2)
+        assert [row[0] for row in live(db)] == ["p1"]
+        # Nothing new lands on an absent node.
+        with db.factory.begin() as session, pytest.raises(StoreConflict) as refused:
+            reserve(
+                session,
+                pod_uid="p2",
+                namespace="ns",
+                name="p2",
+                assignment=grants("node-a", [("GPU-a1", 1000, 0)]),
+            )
+        assert refused.value.reason is Reason.INVENTORY
+        # Registered again, the node takes pods, and p1 still counts.
+        put_node(db)
+        with db.factory() as session:
+            assert load_inventories(session)[0].problem == ""
+        with db.factory.begin() as session, pytest.raises(StoreConflict, match="memory 8500/8192"):
+            reserve(
+                session,
+                pod_uid="p3",
+                namespace="ns",
+                name="p3",
+                assignment=grants("node-a", [("GPU-a0", 7500, 0)]),
+            )
+        with db.factory.begin() as session:
+            release(session, pod_uid="p1", now=T0)
+            assert remove_node(session, name="node-a") is NodeRemoval.REMOVED
 
     @pytest.mark.parametrize(("inventory", "existing", "new", "reason", "message"), RESERVE_CASES)
     def test_reserve_rechecks_fit(
@@ -499,12 +539,40 @@ class StoreContract:
             expire_reservations(session, older_than=datetime(2025, 1, 1))
         assert caught.value.field == "older_than"
 
-    def test_import_records_bound_pod_even_over_capacity(self, db: Db) -> None:
+    def test_import_refuses_a_pod_that_would_over_commit_and_writes_nothing(self, db: Db) -> None:
+        put_node(db)
+        with db.factory.begin() as session:
+            import_assignment(
+                session,
+                pod_uid="first",
+                namespace="ns",
+                name="p",
+                assignment=grants("node-a", [("GPU-a0", 6000, 0)]),
+            )
+        taken = grants("node-a", [("GPU-a0", 6000, 0), ("GPU-a1", 1000, 0)])
+        with db.factory.begin() as session, pytest.raises(ImportConflict) as caught:
+            import_assignment(session, pod_uid="second", namespace="ns", name="q", assignment=taken)
+        conflict = caught.value
+        assert (conflict.pod_uid, conflict.node) == ("second", "node-a")
+        assert (conflict.devices, conflict.pods) == (("GPU-a0",), ("first",))
+        assert conflict.reason is Reason.MEMORY
+        assert "memory 12000/8192 MiB" in str(conflict)
+        # Not a row of it, not even on the device it fits.
+        assert live(db) == [("first", "GPU-a0", 6000, 0, AllocationState.BOUND)]
+        # Once the first pod is gone, the same import fits.
+        with db.factory.begin() as session:
+            release(session, pod_uid="first", now=T0)
+        with db.factory.begin() as session:
+            import_assignment(session, pod_uid="second", namespace="ns", name="q", assignment=taken)
+        assert [row[:2] for row in live(db)] == [("second", "GPU-a0"), ("second", "GPU-a1")]
+
+    def test_import_of_a_pod_alone_over_a_device_names_no_holder(self, db: Db) -> None:
         put_node(db)
         big = grants("node-a", [("GPU-a0", 9000, 0)])
-        with db.factory.begin() as session:
+        with db.factory.begin() as session, pytest.raises(ImportConflict) as caught:
             import_assignment(session, pod_uid="hami", namespace="ns", name="p", assignment=big)
-        assert live(db) == [("hami", "GPU-a0", 9000, 0, AllocationState.BOUND)]
+        assert (caught.value.devices, caught.value.pods) == (("GPU-a0",), ())
+        assert live(db) == []
         with db.factory.begin() as session, pytest.raises(StoreConflict, match="GPU-zz"):
             import_assignment(
                 session,
@@ -513,6 +581,32 @@ class StoreContract:
                 name="p",
                 assignment=grants("node-a", [("GPU-zz", 1, 0)]),
             )
+
+    def test_import_is_not_refused_by_health_cordon_or_an_absent_node(self, db: Db) -> None:
+        sick = replace(
+            NODE_A,
+            devices=(gpu("GPU-a0", index=0), gpu("GPU-a1", index=1, healthy=False)),
+            cordoned=frozenset({"GPU-a0"}),
+        )
+        put_node(db, sick)
+        with db.factory.begin() as session:
+            import_assignment(
+                session,
+                pod_uid="p1",
+                namespace="ns",
+                name="p1",
+                assignment=grants("node-a", [("GPU-a0", 1000, 0)], [("GPU-a1", 1000, 0)]),
+            )
+            assert remove_node(session, name="node-a") is NodeRemoval.ABSENT
+        with db.factory.begin() as session:
+            import_assignment(
+                session,
+                pod_uid="p2",
+                namespace="ns",
+                name="p2",
+                assignment=grants("node-a", [("GPU-a0", 1000, 0)]),
+            )
+        assert sorted({row[0] for row in live(db)}) == ["p1", "p2"]
 
     @pytest.mark.parametrize(
         ("uid", "assignment", "indices", "field"),

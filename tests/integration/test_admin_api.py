@@ -135,6 +135,7 @@ def test_summary_adds_up_the_cluster(busy: RunningExtender) -> None:
         "pods": 3,
         "pending_reservations": 0,
         "fragmentation": round((2 * A100 - 24000) / (total - used), 4),
+        "conflicts": 0,
     }
 
 

@@ -220,9 +220,16 @@ def test_a_young_reservation_is_left_to_its_bind(
     extender: StartExtender, cluster: FakeApiServer, real_kube: RealKubeClient, tmp_path: Path
 ) -> None:
     pod = cluster.add_pod(pod_json("web", mem=3000))
-    _reserve(tmp_path, pod)
     running = extender(kube=real_kube, reservation_ttl_s=3600)
+    # Made since this process started (another replica's bind in flight): a pass leaves
+    # it alone until the TTL. (One made before start is settled at once: see
+    # test_startup_reservations.)
+    _reserve(tmp_path, pod)
+    sync = running.runtime.sync
+    assert sync is not None
+    sync.reconcile(real_kube.list_pods_with_version().items, listed_at=datetime.now(UTC))
     assert [r.state for r in running.live_rows(pod["metadata"]["uid"])] == ["reserved"]
+    running.runtime.cluster.refresh_node(running.runtime.sessions, NODE)
     # The scheduler's retry of that bind drops the old reservation and binds.
     assert running.verb("/bind", bind_args(pod, NODE)) == {"Error": ""}
     until_bound(running, pod["metadata"]["uid"])

@@ -136,6 +136,8 @@ class Operations:
                 ),
             )
         )
+        conflicts = runtime.conflicts
+        metrics.import_conflicts.set_function(lambda: float(len(conflicts)))
         metrics.add_collector(
             CountsCollector(
                 "vgpu_extender_reconcile_fixes",
@@ -175,6 +177,7 @@ class Operations:
             self.store_health.stop()
             self.store_health = None
             self.metrics.store_available.set_function(lambda: 0.0)
+        self.metrics.import_conflicts.set_function(lambda: 0.0)
         self.metrics.remove_collectors()
         if runtime is not None and event.contains(
             runtime.engine, "handle_error", self._store_error
@@ -203,6 +206,13 @@ class Operations:
                 "reconciled with the API server"
                 if synced
                 else "first reconcile with the API server not done yet",
+            )
+            checked = runtime.sync.startup_checked
+            checks["reservations"] = Check(
+                checked,
+                "reservations left by an earlier process settled"
+                if checked
+                else "start-up check of reservations against the API server not done yet",
             )
         if self.settings.leader_elect:
             if self.elector is None:

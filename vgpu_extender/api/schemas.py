@@ -109,6 +109,30 @@ class SummaryOut(_Out):
     pods: int = Field(description="Pods holding GPUs.")
     pending_reservations: int = Field(description="Pods reserved at bind, not bound yet.")
     fragmentation: float
+    conflicts: int = Field(
+        description="Running pods whose allocation could not be imported without "
+        "over-committing a GPU (GET /api/v1/conflicts); their GPUs take no new pod."
+    )
+
+
+# --------------------------------------------------------------------------- conflicts
+class PodRefOut(_Out):
+    uid: str
+    namespace: str
+    name: str
+
+
+class ConflictOut(_Out):
+    pod: PodRefOut = Field(description="The running pod whose allocation is not recorded.")
+    node: str
+    devices: list[str] = Field(description="GPU UUIDs it does not fit on; they take no new pod.")
+    held_by: list[PodRefOut] = Field(
+        description="The pods the store gives those GPUs to (empty: the pod alone exceeds one)."
+    )
+    reason: str = Field(description="The first misfit's reason code, e.g. insufficient gpumem.")
+    message: str
+    since: datetime = Field(description="When it was first found.")
+    seen: datetime = Field(description="When it was last found again (reconcile, pod watch).")
 
 
 # --------------------------------------------------------------------------- allocations

@@ -157,6 +157,8 @@ class ClusterSummary:
     pods: int
     pending_reservations: int
     fragmentation: float
+    #: Running pods whose allocation could not be imported (``services.conflicts``).
+    conflicts: int = 0
 
     @property
     def memory_free_mib(self) -> int:
@@ -229,7 +231,9 @@ def _device(device: Device, inventory: NodeInventory, pods: list[PodShare]) -> D
     )
 
 
-def summarize(reports: Iterable[NodeReport], pods: Mapping[str, store.StoredPod]) -> ClusterSummary:
+def summarize(
+    reports: Iterable[NodeReport], pods: Mapping[str, store.StoredPod], *, conflicts: int = 0
+) -> ClusterSummary:
     nodes = list(reports)
     devices = [d for n in nodes for d in n.devices]
     free = sum(n.schedulable_free_mib for n in nodes)
@@ -250,6 +254,7 @@ def summarize(reports: Iterable[NodeReport], pods: Mapping[str, store.StoredPod]
             meta.state is store.AllocationState.RESERVED for _, meta in pods.values()
         ),
         fragmentation=_ratio(sum(n.fragment_mib for n in nodes), free),
+        conflicts=conflicts,
     )
 
 

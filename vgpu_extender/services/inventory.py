@@ -197,13 +197,25 @@ class InventoryService:
             logger.exception("index refused an inventory the store accepted; reloading")
             self._cluster.load(self._sessions)
 
-    def remove(self, name: str) -> bool:
+    def remove(self, name: str) -> store.NodeRemoval:
+        """Forget a node, or, while pods still hold its devices, keep it marked absent
+        (``store.NODE_ABSENT``: no new pod lands there) with their allocations."""
         with self._sessions.begin() as session:
-            removed = store.remove_node(session, name=name)
-        with self._cluster.lock:
-            self._cluster.index.remove_node(name)
+            outcome = store.remove_node(session, name=name, now=self._clock())
+        if outcome is store.NodeRemoval.ABSENT:
+            with self._cluster.lock:
+                index = self._cluster.index
+                known = name in index
+                if known:
+                    absent = dataclasses.replace(index.inventory(name), problem=store.NODE_ABSENT)
+                    index.upsert_node(absent)
+            if not known:
+                self._cluster.refresh_node(self._sessions, name)
+        else:
+            with self._cluster.lock:
+                self._cluster.index.remove_node(name)
         self._seen.pop(name, None)
-        return removed
+        return outcome
 
     def observe(self, views: Iterable[NodeView | NodeRef]) -> int:
         """Apply the inventory of Node objects that changed since last seen.

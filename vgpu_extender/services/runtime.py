@@ -24,6 +24,7 @@ from vgpu_extender.policies import PlannerConfig, PolicyOptions
 from vgpu_extender.services.binding import BindingService
 from vgpu_extender.services.bound_marker import BoundMarker
 from vgpu_extender.services.cluster import ClusterState
+from vgpu_extender.services.conflicts import ConflictRegistry
 from vgpu_extender.services.demo import demo_inventory
 from vgpu_extender.services.event_recorder import EventRecorder
 from vgpu_extender.services.inventory import InventoryService, load_inventory_file
@@ -66,6 +67,8 @@ class Runtime:
     events: EventRecorder | None
     marker: BoundMarker | None
     sync: SyncService | None
+    #: Running pods whose allocation could not be imported (always empty standalone).
+    conflicts: ConflictRegistry
     #: Where binds do their I/O (store, API server) off the event loop: a plain
     #: executor, whose hand-off costs less than the general-purpose thread pool's.
     binds: ThreadPoolExecutor = field(init=False)
@@ -100,6 +103,7 @@ class Runtime:
             cluster=cluster, sessions=sessions, split_count=settings.split_count, clock=clock
         )
         events = EventRecorder(kube) if kube is not None else None
+        conflicts = ConflictRegistry(cluster)
         marker = BoundMarker(engine=engine, clock=clock) if kube is not None else None
         node_lock = (
             NodeLock(kube, timeout=timedelta(seconds=settings.node_lock_timeout_s))
@@ -114,6 +118,8 @@ class Runtime:
                 kube=kube,
                 reservation_ttl=timedelta(seconds=settings.reservation_ttl_s),
                 interval_s=settings.reconcile_interval_s,
+                conflicts=conflicts,
+                events=events,
                 clock=clock,
             )
             if kube is not None
@@ -147,6 +153,7 @@ class Runtime:
             events=events,
             marker=marker,
             sync=sync,
+            conflicts=conflicts,
         )
 
     def start(self) -> None:

@@ -1,14 +1,22 @@
 """Keeping the store and the index in step with Kubernetes: watches and reconcile.
 
-- Nodes: the device plugin's inventory annotation is applied on every change; a
-  deleted node is forgotten (with its allocations).
+- Nodes: the device plugin's inventory annotation is applied on every change. A
+  deleted node is forgotten, unless pods still hold its devices: then it stays,
+  marked absent, taking no new pod, with its pods' allocations, until they go (a Node
+  object deleted and registered again keeps its running pods' GPUs taken).
 - Pods: the allocations of deleted, Succeeded or Failed pods are released; a bound pod
   carrying HAMi's allocation annotations that the store does not know is imported
-  (placed by another replica, by HAMi, or before a crash).
+  (placed by another replica, by HAMi, or before a crash). An import never
+  over-commits a device: one that would is an allocation conflict (``conflicts``),
+  recorded with a Warning Event ``AllocationConflict`` on the pod, and its devices
+  take no new pod until it is resolved.
 - Reconcile, on start and periodically, compares every live allocation with its pod:
   released when the pod is gone or finished, marked bound when the pod is bound to
   that node, expired when still reserved for an unbound pod after the reservation
-  TTL. What each pass fixed is logged and counted.
+  TTL. The first pass of a process (the start-up check, before readiness) expires at
+  once every reservation made before the process started whose pod is not bound to
+  that node: the bind that made it died with the process before. It re-derives the
+  open conflicts from the pod list, too. What each pass fixed is logged and counted.
 """
 
 from __future__ import annotations
@@ -28,6 +36,8 @@ from vgpu_extender.kube import objects as kobj
 from vgpu_extender.kube.client import Listing, WatchEvent
 from vgpu_extender.log_throttle import ThrottledLog
 from vgpu_extender.services.cluster import ClusterState
+from vgpu_extender.services.conflicts import Conflict, ConflictRegistry, PodRef
+from vgpu_extender.services.event_recorder import EventRecorder
 from vgpu_extender.services.inventory import InventoryService, NodeView
 from vgpu_extender.store.errors import StoreUnavailable
 
@@ -48,6 +58,8 @@ def _warn(exc: Exception, message: str, *args: object) -> None:
 WATCH_TIMEOUT_S = 30
 #: Pause after a failed list or watch before trying again.
 RETRY_DELAY_S = 2.0
+#: The Warning Event recorded on a pod whose allocation could not be imported.
+CONFLICT_EVENT = "AllocationConflict"
 
 
 @dataclass(slots=True)
@@ -92,9 +104,13 @@ class SyncService:
         kube: KubeClient,
         reservation_ttl: timedelta,
         interval_s: float,
+        conflicts: ConflictRegistry | None = None,
+        events: EventRecorder | None = None,
         clock: Callable[[], datetime] = lambda: datetime.now(UTC),
     ) -> None:
         self._cluster = cluster
+        self.conflicts = conflicts if conflicts is not None else ConflictRegistry(cluster)
+        self._events = events
         self._sessions = sessions
         self._inventory = inventory
         self._kube = kube
@@ -106,10 +122,20 @@ class SyncService:
         self._reconcile_lock = threading.Lock()
         self.totals = ReconcileReport()
         self.passes = 0
+        #: Reservations made before this moment belong to binds of an earlier process.
+        self._started_at = clock()
+        self._startup_checked = False
+
+    @property
+    def startup_checked(self) -> bool:
+        """Whether a pass has settled every reservation left by an earlier process
+        (released, or marked bound): readiness waits for it."""
+        return self._startup_checked
 
     # ----------------------------------------------------------------- life cycle
     def start(self) -> None:
         """Sync nodes and reconcile pods now, then keep watching in the background."""
+        self._started_at = self._clock()
         node_version = pod_version = None
         try:
             node_version = self.sync_nodes(self._kube.list_nodes_with_version())
@@ -165,8 +191,14 @@ class SyncService:
             return
         if kind == "DELETED":
             if view.name in self._cluster.index:
-                self._inventory.remove(view.name)
-                logger.info("node %s deleted: forgotten", view.name)
+                if self._inventory.remove(view.name) is store.NodeRemoval.ABSENT:
+                    logger.warning(
+                        "node %s deleted while its pods hold devices: kept, taking no new "
+                        "pod, until they go",
+                        view.name,
+                    )
+                else:
+                    logger.info("node %s deleted: forgotten", view.name)
             return
         self._inventory.observe([view])
 
@@ -189,6 +221,8 @@ class SyncService:
             uid = kobj.uid(pod)
             ours = self._ours(pod)
             if kind == "DELETED" or kobj.is_terminal(pod):
+                if self.conflicts.resolve(uid) is not None:
+                    logger.info("allocation conflict of pod %s resolved: pod gone", uid)
                 if ours or self._cluster.index.allocation(uid) is not None:
                     self._release(uid)
                 return
@@ -205,10 +239,14 @@ class SyncService:
         """One pass over every live allocation and every listed pod.
 
         ``listed_at`` is when the listing began: reservations made after it belong to
-        binds in flight and are left alone, as are reservations younger than the TTL.
+        binds in flight and are left alone, as are reservations younger than the TTL,
+        except, until a pass has settled them (``startup_checked``), those made before
+        this process started: no bind of an earlier process is still in flight here.
         """
         report = ReconcileReport()
         with self._reconcile_lock:
+            startup = not self._startup_checked
+            unsettled = 0
             by_uid: dict[str, KubeObject] = {}
             for pod in pods:
                 try:
@@ -218,11 +256,14 @@ class SyncService:
             with self._sessions() as session:
                 stored = store.assignments(session)
             young = min(listed_at, self._clock() - self._ttl)
+            if startup:
+                young = max(young, min(listed_at, self._started_at))
             for uid, (_assignment, meta) in stored.items():
                 try:
                     self._check(uid, meta, by_uid.get(uid), young, report)
                 except (store.StoreError, MalformedObject) as exc:
                     report.failed += 1
+                    unsettled += 1
                     _warn(exc, "reconcile: pod %s: %s", uid, exc)
             for uid, pod in by_uid.items():
                 if uid in stored:
@@ -233,8 +274,14 @@ class SyncService:
                 except (store.StoreError, MalformedObject) as exc:
                     report.failed += 1
                     _warn(exc, "reconcile: import of pod %s: %s", uid, exc)
+            for conflict in self.conflicts.retain_seen_since(listed_at):
+                logger.info("allocation conflict of pod %s resolved", conflict.pod.uid)
+            self._forget_absent_nodes()
             self.passes += 1
             self.totals.add(report)
+            if startup and not unsettled:
+                self._startup_checked = True
+                logger.info("start-up check of reservations done")
         if report.changes or report.failed:
             logger.info("reconcile fixed %d allocation(s): %s", report.changes, report)
         return report
@@ -272,7 +319,34 @@ class SyncService:
     def _release(self, uid: str) -> None:
         with self._sessions.begin() as session:
             store.release(session, pod_uid=uid, now=self._clock())
-        self._cluster.release(uid)
+        held = self._cluster.release(uid)
+        # The pods whose import this one was in the way of may fit now.
+        for pod in self.conflicts.waiting_on(uid):
+            self._import(pod, ReconcileReport())
+        if held is not None:
+            self._forget_if_absent(held.node)
+
+    def _forget_if_absent(self, node: str) -> None:
+        """Forget a node kept only for its pods' allocations once none is left."""
+        with self._cluster.lock:
+            index = self._cluster.index
+            if (
+                node not in index
+                or index.inventory(node).problem != store.NODE_ABSENT
+                or index.pods_on(node)
+            ):
+                return
+        if self._inventory.remove(node) is store.NodeRemoval.REMOVED:
+            logger.info("node %s: its last pod is gone; forgotten", node)
+
+    def _forget_absent_nodes(self) -> None:
+        with self._cluster.lock:
+            index = self._cluster.index
+            absent = [
+                n for n in index.node_names() if index.inventory(n).problem == store.NODE_ABSENT
+            ]
+        for node in absent:
+            self._forget_if_absent(node)
 
     def _import(self, pod: KubeObject, report: ReconcileReport) -> None:
         """Record the devices a bound pod's annotations say it holds."""
@@ -293,7 +367,11 @@ class SyncService:
                 )
         except store.AlreadyAllocated:
             # Recorded by another replica: the index learns it from the store.
+            self.conflicts.resolve(uid)
             self._cluster.refresh_node(self._sessions, assignment.node)
+            return
+        except store.ImportConflict as exc:
+            self._conflict(pod, exc)
             return
         except store.StoreConflict as exc:
             report.failed += 1
@@ -301,6 +379,49 @@ class SyncService:
             return
         self._cluster.apply(uid, assignment)
         report.imported += 1
+        if self.conflicts.resolve(uid) is not None:
+            logger.info("allocation conflict of pod %s resolved: imported", kobj.pod_key(pod))
+
+    def _conflict(self, pod: KubeObject, exc: store.ImportConflict) -> None:
+        """Record a pod the store refused to import, and say so once on the pod."""
+        now = self._clock()
+        with self._sessions() as session:
+            on_node = store.assignments(session, node=exc.node)
+        held_by = tuple(
+            PodRef(uid, on_node[uid].meta.namespace, on_node[uid].meta.name)
+            if uid in on_node
+            else PodRef(uid, "", "")
+            for uid in exc.pods
+        )
+        conflict = Conflict(
+            pod=PodRef(kobj.uid(pod), kobj.namespace(pod), kobj.name(pod)),
+            node=exc.node,
+            devices=exc.devices,
+            held_by=held_by,
+            reason=exc.reason.value if exc.reason is not None else "",
+            message=exc.detail,
+            since=now,
+            seen=now,
+        )
+        if not self.conflicts.record(conflict, pod):
+            return
+        holders = ", ".join(f"{r.namespace}/{r.name}" if r.name else r.uid for r in held_by)
+        message = (
+            f"GPU {', '.join(exc.devices)} on node {exc.node} cannot also hold this pod "
+            f"({exc.detail})" + (f"; held by {holders}" if holders else "") + ": its "
+            "allocation is not recorded, and those GPUs take no new pod until the pods "
+            "holding them go"
+        )
+        logger.warning("allocation conflict: pod %s: %s", kobj.pod_key(pod), message)
+        if self._events is not None:
+            self._events.record(
+                namespace=conflict.pod.namespace,
+                pod=conflict.pod.name,
+                uid=conflict.pod.uid,
+                reason=CONFLICT_EVENT,
+                message=message,
+                type="Warning",
+            )
 
     def _annotated(self, pod: KubeObject) -> PodAssignment | None:
         vendor = self._cluster.vendor

@@ -12,6 +12,7 @@ from vgpu_extender.store.database import (
 )
 from vgpu_extender.store.errors import (
     AlreadyAllocated,
+    ImportConflict,
     StoreConflict,
     StoreError,
     StoreInputError,
@@ -26,6 +27,8 @@ from vgpu_extender.store.records import (
     StoredPod,
 )
 from vgpu_extender.store.repository import (
+    NODE_ABSENT,
+    NodeRemoval,
     Reservation,
     assignments,
     delete_reservation,
@@ -46,9 +49,12 @@ from vgpu_extender.store.repository import (
 __all__ = [
     "DEFAULT_URL",
     "LIVE_STATES",
+    "NODE_ABSENT",
     "Allocation",
     "AllocationState",
     "AlreadyAllocated",
+    "ImportConflict",
+    "NodeRemoval",
     "PodMeta",
     "Reservation",
     "StoreConflict",

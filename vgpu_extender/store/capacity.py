@@ -5,13 +5,14 @@ store transaction that holds the node's lock, against what is really committed, 
 that two binds racing on one node can never over-allocate a device. It is pure and
 mirrors the engine's per-device rules: health, cordon, slots, memory, cores, an
 exclusive (100 cores) grant needing an empty device, and no zero-core grant on a
-device whose cores are all taken.
+device whose cores are all taken. An import (a pod already running on its devices)
+is checked for over-commitment only: ``find_overcommits``.
 """
 
 from __future__ import annotations
 
 from collections.abc import Iterable, Mapping, Sequence
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
 from typing import NamedTuple
 
 from vgpu_extender.domain import Device, DeviceGrant, DeviceUsage, PodAssignment, Reason
@@ -111,46 +112,82 @@ def find_misfit(
     """The first device on which ``assignment`` does not fit, or None when it all fits."""
     empty = DeviceUsage(0, 0, 0)
     for uuid, want in assignment.footprint().items():
+        misfit = _device_misfit(
+            node, uuid, devices.get(uuid), uuid in cordoned, committed.get(uuid, empty), want
+        )
+        if misfit is not None:
+            return misfit
+    return None
+
+
+def find_overcommits(
+    *,
+    node: str,
+    devices: Mapping[str, Device],
+    committed: Mapping[str, DeviceUsage],
+    assignment: PodAssignment,
+) -> list[Misfit]:
+    """Every device on which a pod already running there (an import) does not fit
+    beside what is committed, by ``find_misfit``'s rules less health and cordons: those
+    keep *new* pods away, and this one is there already."""
+    empty = DeviceUsage(0, 0, 0)
+    found: list[Misfit] = []
+    for uuid, want in assignment.footprint().items():
         device = devices.get(uuid)
-        where = f"device {uuid} on {node}"
-        if device is None:
-            return Misfit(Reason.UUID_MISMATCH, uuid, f"device {uuid} is not on node {node}")
-        if not device.healthy:
-            return Misfit(Reason.UNHEALTHY, uuid, f"{where} is unhealthy")
-        if uuid in cordoned:
-            return Misfit(Reason.CORDONED, uuid, f"{where} is cordoned")
-        used = committed.get(uuid, empty)
-        if used.slots + want.slots > device.count:
-            return Misfit(
-                Reason.SLOTS,
-                uuid,
-                f"{where} over-allocated: slots {used.slots + want.slots}/{device.count}",
-            )
-        if used.memory_mib + want.memory_mib > device.memory_mib:
-            total = used.memory_mib + want.memory_mib
-            return Misfit(
-                Reason.MEMORY,
-                uuid,
-                f"{where} over-allocated: memory {total}/{device.memory_mib} MiB",
-            )
-        if used.cores + want.cores > device.cores:
-            return Misfit(
-                Reason.CORES,
-                uuid,
-                f"{where} over-allocated: cores {used.cores + want.cores}/{device.cores}%",
-            )
-        if want.cores >= EXCLUSIVE_CORES and used.slots > 0:
-            return Misfit(
-                Reason.EXCLUSIVE,
-                uuid,
-                f"{where} is in use by {used.slots} allocation(s); "
-                f"an exclusive grant (cores {want.cores}) needs an empty device",
-            )
-        if want.cores == 0 and device.cores > 0 and used.cores >= device.cores:
-            return Misfit(
-                Reason.CORES,
-                uuid,
-                f"{where} has all cores in use ({used.cores}/{device.cores}%); "
-                "a grant with cores 0 cannot share it",
-            )
+        if device is not None and not device.healthy:
+            device = replace(device, healthy=True)
+        misfit = _device_misfit(node, uuid, device, False, committed.get(uuid, empty), want)
+        if misfit is not None:
+            found.append(misfit)
+    return found
+
+
+def _device_misfit(
+    node: str,
+    uuid: str,
+    device: Device | None,
+    cordoned: bool,
+    used: DeviceUsage,
+    want: DeviceUsage,
+) -> Misfit | None:
+    where = f"device {uuid} on {node}"
+    if device is None:
+        return Misfit(Reason.UUID_MISMATCH, uuid, f"device {uuid} is not on node {node}")
+    if not device.healthy:
+        return Misfit(Reason.UNHEALTHY, uuid, f"{where} is unhealthy")
+    if cordoned:
+        return Misfit(Reason.CORDONED, uuid, f"{where} is cordoned")
+    if used.slots + want.slots > device.count:
+        return Misfit(
+            Reason.SLOTS,
+            uuid,
+            f"{where} over-allocated: slots {used.slots + want.slots}/{device.count}",
+        )
+    if used.memory_mib + want.memory_mib > device.memory_mib:
+        total = used.memory_mib + want.memory_mib
+        return Misfit(
+            Reason.MEMORY,
+            uuid,
+            f"{where} over-allocated: memory {total}/{device.memory_mib} MiB",
+        )
+    if used.cores + want.cores > device.cores:
+        return Misfit(
+            Reason.CORES,
+            uuid,
+            f"{where} over-allocated: cores {used.cores + want.cores}/{device.cores}",
+        )
+    if want.cores >= EXCLUSIVE_CORES and used.slots > 0:
+        return Misfit(
+            Reason.EXCLUSIVE,
+            uuid,
+            f"{where} is in use by {used.slots} allocation(s); "
+            f"an exclusive grant (cores {want.cores}) needs an empty device",
+        )
+    if want.cores == 0 and device.cores > 0 and used.cores >= device.cores:
+        return Misfit(
+            Reason.NO_COMPUTE,
+            uuid,
+            f"{where} has all cores in use ({used.cores}/{device.cores}); "
+            "a grant with cores 0 cannot share it",
+        )
     return None

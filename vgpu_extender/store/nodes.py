@@ -3,21 +3,37 @@
 A device that disappears from a node's inventory while pods still hold it is kept,
 marked unhealthy: the pods keep counting against it and nothing new lands there.
 The next inventory update after those pods are released removes it.
+
+A node removed (its Node object deleted) while pods still hold its devices is kept
+the same way, whole: the node row stays, marked absent by its ``problem``
+(``NODE_ABSENT``), with its devices and the pods' rows. Nothing new lands on it; its
+pods' rows are released as the pods go, and the node is forgotten once none is left.
+A Node object that comes back under that name replaces the inventory and clears the
+mark, and the rows still count: the GPUs its running pods hold are never handed out
+twice. Marking the row rather than keeping orphaned device rows keeps one rule for
+every reader: a device belongs to a node row, and a node with a ``problem`` takes no
+new pod.
 """
 
 from __future__ import annotations
 
 from collections.abc import Sequence
 from datetime import UTC, datetime
+from enum import StrEnum
 
 from sqlalchemy import delete, select
 from sqlalchemy.orm import Session, selectinload
 
 from vgpu_extender.domain import Device, NodeInventory
+from vgpu_extender.store.database import begin_immediate
 from vgpu_extender.store.errors import StoreConflict, StoreInputError, store_operation
 from vgpu_extender.store.limits import check_inventory, clip_problem
 from vgpu_extender.store.models import INVENTORY_SOURCES, AllocationModel, DeviceModel, NodeModel
 from vgpu_extender.store.records import LIVE_STATES
+
+#: The ``problem`` of a node whose Node object was deleted while pods still hold its
+#: devices (see the module's docstring).
+NODE_ABSENT = "node object deleted while its pods still hold devices"
 
 
 def _validate(inventory: NodeInventory, source: str) -> None:
@@ -124,18 +140,45 @@ def upsert_node(
     session.flush()
 
 
+class NodeRemoval(StrEnum):
+    """What ``remove_node`` did."""
+
+    REMOVED = "removed"
+    #: Kept, marked absent (``NODE_ABSENT``): pods still hold its devices.
+    ABSENT = "absent"
+    UNKNOWN = "unknown"
+
+
 @store_operation("remove node")
-def remove_node(session: Session, *, name: str) -> bool:
-    """Forget a node, its devices and every allocation on them. True when it existed."""
-    result = session.execute(
-        delete(NodeModel).where(NodeModel.name == name).returning(NodeModel.id)
-    )
-    removed = result.first() is not None
-    if removed:
-        # Allocations follow their devices through ON DELETE CASCADE; rows whose device
-        # was already gone cannot exist (the foreign key forbids them).
-        session.expire_all()
-    return removed
+def remove_node(session: Session, *, name: str, now: datetime | None = None) -> NodeRemoval:
+    """Forget a node and its devices, unless pods still hold some of them.
+
+    A node whose pods still hold devices stays, marked absent: its ``problem`` becomes
+    ``NODE_ABSENT``, so nothing new lands there while its pods keep their rows (and the
+    node keeps them when it registers again). Forgotten, its released rows go with
+    its devices.
+    """
+    begin_immediate(session)  # SQLite's write lock before the check the delete relies on
+    node = session.scalars(
+        select(NodeModel).where(NodeModel.name == name).with_for_update()
+    ).one_or_none()
+    if node is None:
+        return NodeRemoval.UNKNOWN
+    held = session.scalars(
+        select(AllocationModel.id)
+        .join(DeviceModel, DeviceModel.uuid == AllocationModel.device_uuid)
+        .where(DeviceModel.node_id == node.id, AllocationModel.state.in_(LIVE_STATES))
+        .limit(1)
+    ).first()
+    if held is not None:
+        node.problem = NODE_ABSENT
+        node.updated_at = now or datetime.now(UTC)
+        session.flush()
+        return NodeRemoval.ABSENT
+    session.execute(delete(NodeModel).where(NodeModel.id == node.id))
+    # Released rows follow their devices through ON DELETE CASCADE.
+    session.expire_all()
+    return NodeRemoval.REMOVED
 
 
 def _to_device(row: DeviceModel) -> Device:

@@ -15,7 +15,13 @@ from vgpu_extender.store.allocations import (
     purge_released,
     release,
 )
-from vgpu_extender.store.nodes import load_inventories, remove_node, upsert_node
+from vgpu_extender.store.nodes import (
+    NODE_ABSENT,
+    NodeRemoval,
+    load_inventories,
+    remove_node,
+    upsert_node,
+)
 from vgpu_extender.store.reservations import (
     Reservation,
     import_assignment,
@@ -24,6 +30,8 @@ from vgpu_extender.store.reservations import (
 )
 
 __all__ = [
+    "NODE_ABSENT",
+    "NodeRemoval",
     "Reservation",
     "assignments",
     "delete_reservation",

@@ -5,8 +5,9 @@ Both lock the node's row first, so writes to one node are serialised across
 sessions, processes and replicas: ``SELECT ... FOR UPDATE`` on PostgreSQL, the
 ``BEGIN IMMEDIATE`` write lock on SQLite. A reservation then re-checks the fit
 against what is committed on the devices it asks for (a device's grants are only
-written under its node's lock); an import records a fact and only checks that the
-devices exist on the node.
+written under its node's lock); an import records a pod that already runs there, so
+it is checked for over-commitment only, and refused (``ImportConflict``, nothing
+written) rather than recorded over capacity.
 
 Binds to one node queue for its lock, so ``reserve_all`` takes the pods waiting for a
 node in one transaction: one lock, one read, one insert, one commit, each pod checked
@@ -37,10 +38,16 @@ from sqlalchemy.sql.elements import BindParameter
 
 from vgpu_extender.domain import Device, DeviceGrant, PodAssignment, Reason
 from vgpu_extender.store import driver
-from vgpu_extender.store.capacity import HeldGrant, committed_by_grants, find_misfit
+from vgpu_extender.store.capacity import (
+    HeldGrant,
+    committed_by_grants,
+    find_misfit,
+    find_overcommits,
+)
 from vgpu_extender.store.database import Unit, begin_immediate
 from vgpu_extender.store.errors import (
     AlreadyAllocated,
+    ImportConflict,
     StoreConflict,
     StoreError,
     StoreInputError,
@@ -463,9 +470,14 @@ def import_assignment(
 ) -> None:
     """Record, as bound, an assignment a pod already runs with (found in its annotations).
 
-    The fit is not re-checked: the pod holds these devices whatever the store thinks.
-    Raises ``AlreadyAllocated`` when the pod already has live rows, ``StoreConflict``
-    when the node or a device is unknown.
+    Under the node's lock the pod is checked against what the store holds on its
+    devices: a pod that would over-commit one (its devices handed to another pod
+    meanwhile: a node deleted and registered again, a Binding whose answer was lost)
+    raises ``ImportConflict`` naming the devices and the pods holding them, and nothing
+    is written. Health, cordons and the node's problem do not refuse an import: they
+    keep new pods away, and this pod is already there. Raises ``AlreadyAllocated`` when
+    the pod already has live rows, ``StoreConflict`` when the node or a device is
+    unknown.
     """
     rows = _rows_of(Reservation(pod_uid, namespace, name, assignment, container_indices))
     if isinstance(rows, StoreInputError):
@@ -478,4 +490,21 @@ def import_assignment(
     if already is not None:
         raise already
     _check_devices_known(node, rows.grants, state)
+    misfits = find_overcommits(
+        node=node.name,
+        devices=state.devices,
+        committed=committed_by_grants(state.held),
+        assignment=assignment,
+    )
+    if misfits:
+        devices = tuple(m.device for m in misfits)
+        holders = tuple(sorted({g.pod_uid for g in state.held if g.device_uuid in devices}))
+        raise ImportConflict(
+            "; ".join(m.message for m in misfits),
+            pod_uid=pod_uid,
+            node=node.name,
+            devices=devices,
+            pods=holders,
+            reason=misfits[0].reason,
+        )
     _write(connection, [rows], state=AllocationState.BOUND, now=stamp, released=state.released)

@@ -16,6 +16,7 @@ from vgpu_extender import store
 from vgpu_extender.api.schemas import (
     AllocationOut,
     AllocationPageOut,
+    ConflictOut,
     CordonOut,
     ErrorOut,
     InventoryChangeOut,
@@ -96,7 +97,19 @@ def summary(runtime: RuntimeDep) -> SummaryOut:
         reports, pods = admin.live_reports(runtime.cluster, runtime.sessions)
     except store.StoreError as exc:
         raise _store_down(exc) from None
-    return SummaryOut.model_validate(admin.summarize(reports, pods))
+    return SummaryOut.model_validate(
+        admin.summarize(reports, pods, conflicts=len(runtime.conflicts))
+    )
+
+
+@router.get("/conflicts", response_model=list[ConflictOut], responses=_ERRORS)
+def list_conflicts(runtime: RuntimeDep) -> list[ConflictOut]:
+    """Running pods whose allocation could not be recorded without over-committing a GPU
+    (a node deleted and registered again, a Binding whose answer was lost, another
+    scheduler): the pods holding those GPUs, and since when. Their GPUs take no new pod
+    until the conflict is resolved: the pods holding them go, or the conflicting pod
+    does."""
+    return [ConflictOut.model_validate(conflict) for conflict in runtime.conflicts.open()]
 
 
 @router.get("/allocations", response_model=AllocationPageOut, responses=_ERRORS)

@@ -1,0 +1,118 @@
+"""Reservations a killed process left are settled at start-up, before readiness.
+
+A process killed during a burst of binds leaves reservations whose pods were never
+bound. The next process checks every reserved row against the API server in its first
+reconcile pass, before ``/readyz`` turns green: marked bound when the pod is bound to
+that node, released otherwise, however young (the bind that made it died with the
+process). Through the real app and the test API server, on the same SQLite file.
+"""
+
+from __future__ import annotations
+
+from datetime import UTC, datetime, timedelta
+from pathlib import Path
+from typing import Any
+
+from tests.support.apiserver import FakeApiServer
+from tests.support.server import StartExtender, node_json, pod_json, standalone_settings
+from tests.support.waiting import eventually
+from vgpu_extender import store
+from vgpu_extender.domain import DeviceGrant, PodAssignment
+from vgpu_extender.kube.real import RealKubeClient
+from vgpu_extender.services.inventory import NodeView, node_inventory
+from vgpu_extender.vendors import create_vendor
+
+NODE = "gpu-1"
+PODS_LIST = r"^/api/v1/pods$"
+
+
+def _reserve(tmp_path: Path, pods: list[dict[str, Any]], *, at: datetime) -> None:
+    """Reservations as a process killed mid-bind leaves them: rows, and no Binding."""
+    engine = store.make_engine(standalone_settings(tmp_path).database_url)
+    try:
+        store.migrate(engine)
+        annotations = node_json(NODE, gpus=2, mem=16384)["metadata"]["annotations"]
+        inventory = node_inventory(
+            NodeView(NODE, annotations=annotations),
+            create_vendor("nvidia"),
+            previous=None,
+            split_count=10,
+        )
+        assert inventory is not None
+        with store.session_factory(engine).begin() as session:
+            store.upsert_node(session, inventory=inventory, source="annotation", now=at)
+            for i, pod in enumerate(pods):
+                meta = pod["metadata"]
+                grant = DeviceGrant(f"GPU-{NODE}-{i % 2}", 1000, 0)
+                store.reserve(
+                    session,
+                    pod_uid=meta["uid"],
+                    namespace=meta["namespace"],
+                    name=meta["name"],
+                    assignment=PodAssignment(NODE, ((grant,),)),
+                    now=at,
+                )
+    finally:
+        engine.dispose()
+
+
+def test_reservations_of_a_killed_burst_are_settled_before_ready(
+    extender: StartExtender, apiserver: FakeApiServer, real_kube: RealKubeClient, tmp_path: Path
+) -> None:
+    apiserver.add_node(node_json(NODE, gpus=2, mem=16384))
+    bound = [pod_json(f"bound-{i}", mem=1000, node=NODE) for i in range(4)]
+    unbound = [pod_json(f"unbound-{i}", mem=1000) for i in range(4)]
+    gone = [pod_json(f"gone-{i}", mem=1000) for i in range(4)]
+    moved = [pod_json(f"moved-{i}", mem=1000, node="gpu-other") for i in range(4)]
+    for pod in bound + unbound + moved:
+        apiserver.add_pod(pod)
+    # Seconds old: far younger than the TTL, which alone would keep them for minutes.
+    _reserve(tmp_path, bound + unbound + gone + moved, at=datetime.now(UTC) - timedelta(seconds=2))
+
+    running = extender(kube=real_kube, reservation_ttl_s=3600)
+    ready = running.client.get("/readyz")
+    assert ready.status_code == 200, ready.text
+    assert ready.json()["checks"]["reservations"]["ok"] is True
+
+    def states(pods: list[dict[str, Any]]) -> list[list[str]]:
+        return [[r.state.value for r in running.live_rows(p["metadata"]["uid"])] for p in pods]
+
+    assert states(bound) == [["bound"]] * 4
+    assert states(unbound + gone + moved) == [[]] * 12
+    index = running.runtime.cluster.index
+    assert sorted(a.pod_uid for a in index.pods_on(NODE)) == sorted(
+        p["metadata"]["uid"] for p in bound
+    )
+    sync = running.runtime.sync
+    assert sync is not None
+    totals = sync.totals
+    assert (totals.marked_bound, totals.expired, totals.released_gone, totals.released_moved) == (
+        4,
+        4,
+        4,
+        4,
+    )
+
+
+def test_readiness_waits_for_the_start_up_check_which_spares_binds_made_since(
+    extender: StartExtender, apiserver: FakeApiServer, real_kube: RealKubeClient, tmp_path: Path
+) -> None:
+    apiserver.add_node(node_json(NODE, gpus=2, mem=16384))
+    left = apiserver.add_pod(pod_json("left", mem=1000))
+    _reserve(tmp_path, [left], at=datetime.now(UTC) - timedelta(seconds=2))
+    # The pod list fails at start and on the first retry: the check waits for the API.
+    apiserver.fail_next("GET", PODS_LIST, 503, times=3, message="the API server is away")
+
+    running = extender(kube=real_kube, reservation_ttl_s=3600)
+    ready = running.client.get("/readyz")
+    assert ready.status_code == 503
+    assert ready.json()["checks"]["reservations"]["ok"] is False
+    assert [r.state.value for r in running.live_rows("uid-left")] == ["reserved"]
+    # A bind in flight since this process started (another replica's, say): the late
+    # start-up check must leave its reservation to the TTL.
+    fresh = apiserver.add_pod(pod_json("fresh", mem=1000))
+    _reserve(tmp_path, [fresh], at=datetime.now(UTC))
+
+    eventually(lambda: running.client.get("/readyz").status_code == 200, "ready after the check")
+    assert running.live_rows("uid-left") == []
+    assert [r.state.value for r in running.live_rows("uid-fresh")] == ["reserved"]
