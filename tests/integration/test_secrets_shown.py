@@ -134,3 +134,12 @@ def test_serve_logs_its_store_without_the_password_or_the_token(tmp_path: Path) 
     text = log.read_text()
     assert "store: postgresql+psycopg://vgpu:***@127.0.0.1:" in text
     assert PASSWORD not in text and TOKEN not in text
+
+
+def test_a_store_error_for_an_unreadable_url_carries_no_password() -> None:
+    from vgpu_extender import store
+
+    with pytest.raises(store.StoreInputError) as caught:
+        store.make_engine(f"postgresql+psycopg://vgpu:{PASSWORD}@db:notaport/vgpu")
+    assert "not a database URL" in str(caught.value)
+    assert PASSWORD not in str(caught.value)

@@ -24,6 +24,7 @@ from sqlalchemy.exc import ArgumentError
 from sqlalchemy.orm import Session, sessionmaker
 from sqlalchemy.pool import ConnectionPoolEntry
 
+from vgpu_extender.redaction import hide_passwords
 from vgpu_extender.store.errors import StoreInputError, classify_errors
 
 #: The embedded default: a SQLite file in the working directory.
@@ -54,8 +55,9 @@ def parse_url(url: str | URL) -> URL:
     """Validate a database URL and pick the driver the store supports for it."""
     try:
         parsed = make_url(url)
-    except ArgumentError as exc:
-        raise StoreInputError("not a database URL", field="database_url", value=url) from exc
+    except (ArgumentError, ValueError) as exc:  # ValueError: a port that is no number
+        shown = hide_passwords(str(url))
+        raise StoreInputError("not a database URL", field="database_url", value=shown) from exc
     if parsed.drivername in ("postgresql", "postgres"):
         parsed = parsed.set(drivername=_POSTGRES_DRIVER)
     if parsed.drivername not in _SUPPORTED:
