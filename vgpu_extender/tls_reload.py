@@ -22,6 +22,8 @@ import ssl
 
 import uvicorn
 
+from vgpu_extender.redaction import redact_logging
+
 logger = logging.getLogger(__name__)
 
 #: How often the files are looked at; a renewed certificate is served within this.
@@ -141,6 +143,9 @@ def run(
     when given (bound already, one per listener; else on ``host``/``port``); exits with
     status 3, as uvicorn does, when the server did not start."""
     config = uvicorn.Config(app, **options)  # type: ignore[arg-type]
+    # uvicorn's own handlers (set up by Config) print start-up tracebacks: no passwords.
+    for name in ("uvicorn", "uvicorn.error", "uvicorn.access"):
+        redact_logging(logging.getLogger(name))
     server = ReloadingServer(config, interval_s=interval_s)
     with contextlib.suppress(KeyboardInterrupt):
         server.run(sockets=sockets)
