@@ -274,3 +274,55 @@ def test_a_long_candidate_list_keeps_its_rows_while_single_nodes_are_looked_up()
     index.upsert_node(make_node("n40", 1))  # the topology changed: looked up again
     assert index.rows_of(names) is not rows
     assert index.rows_of(names).tolist() == list(range(40))
+
+
+# ----------------------------------------------------------------- many new nodes at once
+
+
+def _many() -> list[NodeInventory]:
+    return [
+        make_node("n0", 2, mem=[8192, 16384], numa=[0, 1], count=4, cores=200),
+        make_node("n1", 3, type=[A100, V100, A100], unhealthy=[1], cordoned=[2]),
+        make_node("n2", 1, problem="annotation unreadable"),
+        make_node("n3", 12, mem=4096, cpu_milli=8000, memory_mib=65536),  # wider than the grid
+        make_node("n4", 0, labels={"zone": "b"}),
+    ]
+
+
+def test_add_nodes_leaves_the_index_as_upserting_each_does() -> None:
+    one_by_one = make_index(make_node("old", 2), make_node("gone", 1))
+    at_once = make_index(make_node("old", 2), make_node("gone", 1))
+    for index in (one_by_one, at_once):
+        index.remove_node("gone")  # its row is free again, and taken first
+    for inventory in _many():
+        one_by_one.upsert_node(inventory)
+    at_once.add_nodes(_many())
+
+    expected, got = snapshot(one_by_one), snapshot(at_once)
+    assert expected.keys() == got.keys()
+    for name, column in expected.items():
+        assert np.array_equal(column, got[name]), name
+    for inventory in _many():
+        assert at_once.row_of(inventory.name) == one_by_one.row_of(inventory.name)
+        assert at_once.inventory(inventory.name) == inventory
+        row = at_once.row_of(inventory.name)
+        assert row is not None
+        assert at_once.devices(row) == one_by_one.devices(row)
+    assert at_once.types == one_by_one.types
+    assert at_once.row_span == one_by_one.row_span
+
+
+def test_add_nodes_refuses_all_for_one_bad_node() -> None:
+    index = make_index(make_node("old", 1))
+    before = snapshot(index)
+    thief = NodeInventory(name="thief", devices=index.inventory("old").devices)
+    for batch in (
+        [make_node("fresh", 1), thief],  # a device another node holds
+        [make_node("fresh", 1), make_node("old", 1)],  # a node already held
+        [make_node("fresh", 1), make_node("fresh", 1)],  # a node listed twice
+    ):
+        with pytest.raises(AllocationError):
+            index.add_nodes(batch)
+        assert "fresh" not in index
+        after = snapshot(index)
+        assert all(np.array_equal(before[name], after[name]) for name in before)

@@ -130,6 +130,32 @@ class DeviceColumns:
         self.row_slots_total[row] = self.slots_total[row].sum()
         self.row_slots_free[row] = self.slots_free[row].sum()
 
+    def clear_rows(self, rows: IntVec) -> None:
+        """``clear_row`` for many rows at once."""
+        for name in self._GRIDS:
+            getattr(self, name)[rows] = -1 if name == "type_id" else 0
+        self.node_ok[rows] = False
+        for name in self._ROW_SUMS:
+            getattr(self, name)[rows] = 0
+        self.cpu_total[rows] = self.cpu_free[rows] = UNLIMITED
+        self.hostmem_total[rows] = self.hostmem_free[rows] = UNLIMITED
+
+    def refresh_rows(self, rows: IntVec) -> None:
+        """``refresh_usable`` and ``refresh_row_sums`` for many rows at once."""
+        self.usable[rows] = (
+            self.valid[rows]
+            & self.healthy[rows]
+            & ~self.cordoned[rows]
+            & ~self.conflicted[rows]
+            & self.node_ok[rows][:, None]
+        )
+        self.row_mem_total[rows] = self.mem_total[rows].sum(axis=1)
+        self.row_mem_free[rows] = self.mem_free[rows].sum(axis=1)
+        self.row_cores_total[rows] = self.cores_total[rows].sum(axis=1)
+        self.row_cores_free[rows] = self.cores_free[rows].sum(axis=1)
+        self.row_slots_total[rows] = self.slots_total[rows].sum(axis=1)
+        self.row_slots_free[rows] = self.slots_free[rows].sum(axis=1)
+
     def refresh_usable(self, row: int) -> None:
         """Recompute the static usability of one node's devices."""
         self.usable[row] = (

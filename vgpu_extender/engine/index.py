@@ -252,6 +252,79 @@ class ClusterIndex:
             self._add_usage(self._allocations[uid], sign=-1)
         cols.refresh_row_sums(row)
 
+    def add_nodes(self, inventories: Sequence[NodeInventory]) -> None:
+        """Add nodes the index does not hold yet, as ``upsert_node`` would one by one,
+        each column written once for all of them: the first sight of thousands of
+        nodes (a scheduling request's Node objects) costs a few array writes, not a
+        hundred small ones per node. Raises ``AllocationError``, adding none, for a
+        node already held or listed twice, or a device UUID listed twice or held by
+        another node."""
+        fresh = list(inventories)
+        listed: dict[str, str] = {}
+        names: set[str] = set()
+        for inventory in fresh:
+            if inventory.name in self._row_of or inventory.name in names:
+                raise AllocationError(f"node {inventory.name} is already registered")
+            names.add(inventory.name)
+            self._check_uuids(inventory)
+            for dev in inventory.devices:
+                other = listed.setdefault(dev.uuid, inventory.name)
+                if other != inventory.name:
+                    raise AllocationError(
+                        f"device {dev.uuid} is listed by nodes {other} and {inventory.name}"
+                    )
+        if not fresh:
+            return
+        width = max(len(inventory.devices) for inventory in fresh)
+        if width > self.cols.slots:
+            self.cols = self.cols.resized(self.cols.rows, _next_power(width))
+        rows = [self._take_row() for _ in fresh]
+        self._version += 1
+        self._topology_version += 1
+        cols = self.cols
+        at = np.asarray(rows, dtype=np.int64)
+        cols.clear_rows(at)
+        cell_rows: list[int] = []
+        cell_slots: list[int] = []
+        devices: list[Device] = []
+        cordoned: list[bool] = []
+        conflicted: list[bool] = []
+        for row, inventory in zip(rows, fresh, strict=True):
+            self._row_of[inventory.name] = row
+            self._names[row] = inventory.name
+            self._devices[row] = tuple(inventory.devices)
+            self._inventory[inventory.name] = inventory
+            held = self._conflicted.get(inventory.name, frozenset())
+            for slot, dev in enumerate(inventory.devices):
+                self._slot_of_uuid[dev.uuid] = (row, slot)
+                cell_rows.append(row)
+                cell_slots.append(slot)
+                devices.append(dev)
+                cordoned.append(dev.uuid in inventory.cordoned)
+                conflicted.append(dev.uuid in held)
+        self._stamps[at] = self._version
+        cells = (np.asarray(cell_rows, dtype=np.int64), np.asarray(cell_slots, dtype=np.int64))
+        cols.valid[cells] = True
+        cols.healthy[cells] = [dev.healthy for dev in devices]
+        cols.cordoned[cells] = cordoned
+        cols.conflicted[cells] = conflicted
+        for total, free, values in (
+            (cols.mem_total, cols.mem_free, [dev.memory_mib for dev in devices]),
+            (cols.cores_total, cols.cores_free, [dev.cores for dev in devices]),
+            (cols.slots_total, cols.slots_free, [dev.count for dev in devices]),
+        ):
+            total[cells] = values
+            free[cells] = values
+        cols.numa[cells] = [dev.numa for dev in devices]
+        cols.type_id[cells] = [self._intern_type(dev.type) for dev in devices]
+        cols.node_ok[at] = [not inventory.problem for inventory in fresh]
+        for row, inventory in zip(rows, fresh, strict=True):
+            if inventory.cpu_milli is not None:
+                cols.cpu_total[row] = cols.cpu_free[row] = inventory.cpu_milli
+            if inventory.memory_mib is not None:
+                cols.hostmem_total[row] = cols.hostmem_free[row] = inventory.memory_mib
+        cols.refresh_rows(at)
+
     def _check_uuids(self, inventory: NodeInventory) -> None:
         """Refuse, before changing anything, a device UUID listed twice or held by another node."""
         seen: set[str] = set()

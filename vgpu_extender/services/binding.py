@@ -153,6 +153,7 @@ class BindingService:
         success_events: bool = False,
         marker: BoundMarker | None = None,
         node_lock: NodeLock | None = None,
+        persist_node: Callable[[str], None] = lambda _node: None,
         retries: int = 3,
         check_window_s: float = DEFAULT_CHECK_WINDOW_S,
         clock: Callable[[], datetime] = lambda: datetime.now(UTC),
@@ -168,6 +169,9 @@ class BindingService:
         self._success_events = success_events
         self._marker = marker
         self._node_lock = node_lock
+        #: Writes the node's row if a request registered it moments ago and the store
+        #: has yet to get it (standalone): the bind's rows refer to it.
+        self._persist_node = persist_node
         self._retries = retries
         self._check_window_s = check_window_s
         self._clock = clock
@@ -212,6 +216,8 @@ class BindingService:
             if not request.managed:
                 self._bind_in_kube(args)
                 return ""
+            if self._kube is None:
+                self._persist(args)
             assignment = self._reserve(args, request, claim)
         except BindError as exc:
             return str(exc)
@@ -267,6 +273,14 @@ class BindingService:
             return self._cluster.vendor.parse_pod(pod)
         except RequestError as exc:
             raise BindError(f"bind {args.key}: {exc}") from None
+
+    def _persist(self, args: BindRequest) -> None:
+        try:
+            self._persist_node(args.node)
+        except store.StoreError as exc:
+            raise BindError(
+                f"bind {args.key}: node {args.node} not yet in the store: {exc}"
+            ) from None
 
     # ----------------------------------------------------------------- step 2
     def _choose(self, args: BindRequest, request: PodRequest) -> PodAssignment:

@@ -6,6 +6,12 @@ and the built-in demo. Each becomes a ``NodeInventory``; the store is written fi
 then the index. A node whose annotation disappears or turns unreadable keeps its
 devices (pods still hold them) but gets a ``problem``, so it receives no new pods and
 filter shows why.
+
+Node objects in a scheduling request are evidence, never authority: anyone who can
+reach the verbs can send them. Only standalone (no cluster to watch) does a request
+register a node, and only one the extender does not know yet (``admit``), into the
+index at once and into the store in the background (``NodeWriter``): a known node is
+changed or removed only by the admin API, the inventory file or the node watch.
 """
 
 from __future__ import annotations
@@ -26,6 +32,7 @@ from vgpu_extender import store
 from vgpu_extender.domain import Device, InventoryError, NodeInventory
 from vgpu_extender.engine import AllocationError
 from vgpu_extender.services.cluster import ClusterState
+from vgpu_extender.services.node_writer import NodeWriter
 from vgpu_extender.vendors import Vendor
 
 logger = logging.getLogger(__name__)
@@ -184,9 +191,15 @@ class InventoryService:
         #: Node name -> (resourceVersion, annotation/label signature) last applied from a
         #: Node object; an unchanged resourceVersion skips even the signature.
         self._seen: dict[str, tuple[str, tuple[Any, ...]]] = {}
+        #: Node name -> resourceVersion of a request's Node object that offered no usable
+        #: inventory, so the same version is not read again.
+        self._unusable: dict[str, str] = {}
+        self._writer = NodeWriter(sessions=sessions, clock=clock, on_refused=self._refused)
 
     def register(self, inventories: Sequence[NodeInventory], *, source: str) -> None:
         """Record inventories in one transaction, then in the index. All or nothing."""
+        # What a request registered and the store has yet to get is superseded.
+        self._writer.cancel(inventory.name for inventory in inventories)
         now = self._clock()
         with self._sessions.begin() as session:
             for inventory in inventories:
@@ -200,6 +213,7 @@ class InventoryService:
     def remove(self, name: str) -> store.NodeRemoval:
         """Forget a node, or, while pods still hold its devices, keep it marked absent
         (``store.NODE_ABSENT``: no new pod lands there) with their allocations."""
+        self._writer.cancel([name])
         with self._sessions.begin() as session:
             outcome = store.remove_node(session, name=name, now=self._clock())
         if outcome is store.NodeRemoval.ABSENT:
@@ -265,6 +279,85 @@ class InventoryService:
                     logger.warning("inventory of node %s not applied: %s", inventory.name, exc)
                     return False
         return False
+
+    def admit(self, items: Sequence[NodeView | NodeRef]) -> int:
+        """Register the nodes among a request's Node objects that the extender does not
+        know yet; a known node is left exactly as it is. Returns how many were added.
+
+        Into the index now, so this request and the next see them; into the store in
+        the background, batched (``NodeWriter``), so a first request with thousands of
+        nodes answers within kube-scheduler's timeout. A node without a usable
+        inventory (no annotation, an unreadable one) is not registered.
+        """
+        index = self._cluster.index
+        with self._cluster.lock:
+            unknown = [
+                item
+                for item in items
+                if item.name not in index
+                and not (
+                    item.resource_version and self._unusable.get(item.name) == item.resource_version
+                )
+            ]
+        if not unknown:
+            return 0
+        vendor = self._cluster.vendor
+        fresh: list[NodeInventory] = []
+        for item in unknown:
+            view = item.load() if isinstance(item, NodeRef) else item
+            inventory = node_inventory(view, vendor, previous=None, split_count=self._split_count)
+            if inventory is None or inventory.problem or not inventory.devices:
+                self._unusable[view.name] = view.resource_version
+                continue
+            fresh.append(inventory)
+        added: list[NodeInventory] = []
+        with self._cluster.lock:
+            # Another request may have got there first; the same name twice, the first.
+            named: dict[str, NodeInventory] = {}
+            for inventory in fresh:
+                if inventory.name not in index:
+                    named.setdefault(inventory.name, inventory)
+            try:
+                index.add_nodes(list(named.values()))  # all at once, the usual case
+                added = list(named.values())
+            except AllocationError:  # one of them lists a device UUID another holds
+                for inventory in named.values():
+                    try:
+                        index.add_nodes([inventory])
+                    except AllocationError as exc:
+                        logger.warning(
+                            "node %s from a request not registered: %s", inventory.name, exc
+                        )
+                        continue
+                    added.append(inventory)
+            for inventory in added:
+                self._unusable.pop(inventory.name, None)
+        if added:
+            self._writer.submit(added)
+            logger.info("%d nodes registered from a request's Node objects", len(added))
+        return len(added)
+
+    def persist(self, name: str) -> None:
+        """Make sure a node registered from a request is in the store (a bind to it is
+        about to write rows that refer to it). Raises ``StoreError``."""
+        self._writer.flush(name)
+
+    def drain(self, timeout_s: float = 30.0) -> bool:
+        """Wait until every node registered from requests is in the store."""
+        return self._writer.drain(timeout_s)
+
+    def stop(self) -> None:
+        """Write what is still pending, then end the background writer."""
+        self._writer.stop()
+
+    def _refused(self, inventory: NodeInventory, exc: store.StoreError) -> None:
+        """The store will never take this node: take it out of the index again (nothing
+        can hold its devices: a bind writes its node first)."""
+        logger.warning("node %s from a request refused by the store: %s", inventory.name, exc)
+        with self._cluster.lock:
+            index = self._cluster.index
+            if inventory.name in index and index.inventory(inventory.name) == inventory:
+                index.remove_node(inventory.name)
 
     def forget(self, name: str) -> None:
         """Make the next Node object of ``name`` apply even if unchanged."""

@@ -131,7 +131,9 @@ class Runtime:
             sessions=sessions,
             cluster=cluster,
             inventory=inventory,
-            scheduling=SchedulingService(cluster=cluster, pod_cache=pods, inventory=inventory),
+            scheduling=SchedulingService(
+                cluster=cluster, pod_cache=pods, inventory=inventory, admit_nodes=kube is None
+            ),
             binding=BindingService(
                 cluster=cluster,
                 engine=engine,
@@ -142,6 +144,7 @@ class Runtime:
                 success_events=settings.bind_success_events,
                 marker=marker,
                 node_lock=node_lock,
+                persist_node=inventory.persist,
                 retries=settings.bind_retries,
                 check_window_s=settings.bind_check_window_s,
                 clock=clock,
@@ -189,5 +192,6 @@ class Runtime:
                 self.marker.stop()  # marks what it queued, before the engine goes
             if self.sync is not None:
                 self.sync.stop()
+            self.inventory.stop()  # nodes a request registered, before the engine goes
         finally:
             self.engine.dispose()

@@ -60,10 +60,14 @@ class SchedulingService:
         cluster: ClusterState,
         pod_cache: PodCache,
         inventory: InventoryService,
+        admit_nodes: bool = False,
     ) -> None:
         self._cluster = cluster
         self._pods = pod_cache
         self._inventory = inventory
+        #: Standalone only: with a cluster, inventory comes from the watched Node
+        #: objects alone, never from what a request carries.
+        self._admit_nodes = admit_nodes
 
     def parse(self, pod: Mapping[str, Any]) -> PodRequest:
         """The pod's request; remembered by UID for bind. Raises ``RequestError``.
@@ -81,9 +85,13 @@ class SchedulingService:
         return request
 
     def observe_nodes(self, nodes: Sequence[NodeView | NodeRef] | None) -> None:
-        """Node objects (``nodeCacheCapable: false``) are a source of inventory too."""
-        if nodes:
-            self._inventory.observe(nodes)
+        """A request's Node objects (``nodeCacheCapable: false``) are evidence, never
+        authority: standalone, they register nodes the extender does not know yet;
+        they never change or remove a known node, and with a cluster they are not
+        read at all. Called only once the pod is known to be readable, so a refused
+        request leaves nothing behind."""
+        if nodes and self._admit_nodes:
+            self._inventory.admit(nodes)
 
     def _managed_request(
         self,
@@ -93,11 +101,11 @@ class SchedulingService:
     ) -> PodRequest | FilterOutcome:
         """The pod's request when it asks for managed devices; otherwise the finished
         outcome (an error for an unreadable pod, every node for an unmanaged one)."""
-        self.observe_nodes(nodes)
         try:
             request = self.parse(pod)
         except RequestError as exc:
             return FilterOutcome(error=f"pod {_pod_name(pod)}: {exc}")
+        self.observe_nodes(nodes)
         if not request.managed:
             return FilterOutcome(feasible=list(candidates))
         return request
@@ -158,12 +166,12 @@ class SchedulingService:
         cost more than the scoring itself, and the wire encoder writes the vector
         straight into its answer.
         """
-        self.observe_nodes(nodes)
         try:
             request = self.parse(pod)
         except RequestError as exc:
             logger.warning("prioritize: pod %s: %s", _pod_name(pod), exc)
             return Priorities((), np.zeros(0, dtype=np.int64))
+        self.observe_nodes(nodes)
         planner = self._cluster.planner
         with self._cluster.lock:
             rows = planner.index.rows_of(candidates)

@@ -1,0 +1,187 @@
+"""Writes newly seen nodes to the store in the background, in batches.
+
+A scheduling request may carry thousands of Node objects the extender has not seen
+(``nodeCacheCapable: false``, standalone); writing them inside the request took tens
+of seconds at 5,000 nodes, past kube-scheduler's timeout. They go to the index at
+once and here to the store: a thread writes what is pending in transactions of at
+most ``batch_size`` nodes; a failed batch is logged and tried again after
+``retry_s``. Nothing is lost by a crash before the write: the index is rebuilt from
+the store on start, so the node is unknown again and the next request that carries
+it registers it afresh.
+
+``flush`` writes one node at once (a bind needs its node's row before it writes its
+own); ``cancel`` drops pending nodes that a later, authoritative write supersedes.
+"""
+
+from __future__ import annotations
+
+import logging
+import threading
+import time
+from collections.abc import Callable, Iterable, Sequence
+from datetime import datetime
+
+from sqlalchemy.orm import Session, sessionmaker
+
+from vgpu_extender import store
+from vgpu_extender.domain import NodeInventory
+from vgpu_extender.store.node_batch import insert_new_nodes
+
+logger = logging.getLogger(__name__)
+
+#: Inventory source recorded for nodes first seen in a scheduling request.
+SOURCE = "annotation"
+
+
+class NodeWriter:
+    """Pending node inventories, written to the store by one background thread."""
+
+    def __init__(
+        self,
+        *,
+        sessions: sessionmaker[Session],
+        clock: Callable[[], datetime],
+        on_refused: Callable[[NodeInventory, store.StoreError], None],
+        batch_size: int = 250,
+        retry_s: float = 1.0,
+    ) -> None:
+        self._sessions = sessions
+        self._clock = clock
+        self._on_refused = on_refused
+        self._batch_size = batch_size
+        self._retry_s = retry_s
+        self._pending: dict[str, NodeInventory] = {}
+        #: The names of the batch being written (pending again if it fails).
+        self._in_flight: frozenset[str] = frozenset()
+        #: Guards ``_pending``; the thread waits on it for work.
+        self._changed = threading.Condition()
+        #: Held by whoever writes, so a flush or a cancel waits for a batch under way.
+        self._writing = threading.Lock()
+        self._stopping = False
+        self._thread: threading.Thread | None = None
+
+    # ------------------------------------------------------------------ callers
+    def submit(self, inventories: Iterable[NodeInventory]) -> None:
+        with self._changed:
+            for inventory in inventories:
+                self._pending[inventory.name] = inventory
+            self._changed.notify()
+        self._start()
+
+    def pending(self) -> int:
+        with self._changed:
+            return len(self._pending)
+
+    def flush(self, name: str) -> None:
+        """Write ``name`` now if it waits (raises ``StoreError`` if the store refuses)."""
+        with self._changed:
+            if name not in self._pending and name not in self._in_flight:
+                return
+        with self._writing:  # a batch under way with it is written (or back pending)
+            with self._changed:
+                inventory = self._pending.pop(name, None)
+            if inventory is None:
+                return
+            try:
+                self._write([inventory])
+            except store.StoreError:
+                with self._changed:
+                    self._pending.setdefault(name, inventory)
+                raise
+
+    def cancel(self, names: Iterable[str]) -> None:
+        """Forget pending writes of ``names`` (once any batch under way is written)."""
+        wanted = list(names)
+        with self._writing, self._changed:
+            for name in wanted:
+                self._pending.pop(name, None)
+
+    def drain(self, timeout_s: float = 30.0) -> bool:
+        """Wait until nothing is pending or being written; whether that happened."""
+        deadline = time.monotonic() + timeout_s
+        while time.monotonic() < deadline:
+            with self._writing, self._changed:
+                if not self._pending:
+                    return True
+            time.sleep(0.01)
+        return False
+
+    def stop(self, timeout_s: float = 10.0) -> None:
+        """Write what is pending (one last try) and end the thread."""
+        with self._changed:
+            self._stopping = True
+            self._changed.notify()
+        if self._thread is not None:
+            self._thread.join(timeout_s)
+        self._write_pending(final=True)
+
+    # ------------------------------------------------------------------ the thread
+    def _start(self) -> None:
+        with self._changed:
+            if self._thread is not None or self._stopping:
+                return
+            self._thread = threading.Thread(target=self._run, name="vgpu-node-writer", daemon=True)
+        self._thread.start()
+
+    def _run(self) -> None:
+        while True:
+            with self._changed:
+                while not self._pending and not self._stopping:
+                    self._changed.wait()
+                if self._stopping:
+                    return
+            if not self._write_pending(final=False):
+                with self._changed:
+                    self._changed.wait(self._retry_s)  # the store failed: not in a spin
+
+    def _write_pending(self, *, final: bool) -> bool:
+        """Write every pending node, a batch at a time; False when a batch failed (it
+        is pending again, unless newer inventories of its nodes came meanwhile)."""
+        while True:
+            with self._writing:
+                with self._changed:
+                    if not self._pending:
+                        return True
+                    names = list(self._pending)[: self._batch_size]
+                    batch = [self._pending.pop(name) for name in names]
+                    self._in_flight = frozenset(names)
+                try:
+                    self._write_batch(batch)
+                except Exception as exc:  # the thread must outlive any failure
+                    logger.warning(
+                        "%d new nodes not written to the store yet (%s): %s",
+                        len(batch),
+                        "giving up at stop" if final else f"retrying in {self._retry_s:g} s",
+                        exc,
+                        exc_info=not isinstance(exc, store.StoreError),
+                    )
+                    if final:
+                        return False
+                    with self._changed:
+                        for inventory in batch:
+                            self._pending.setdefault(inventory.name, inventory)
+                    return False
+                finally:
+                    with self._changed:
+                        self._in_flight = frozenset()
+
+    def _write_batch(self, batch: Sequence[NodeInventory]) -> None:
+        """One transaction; when the store refuses one of its nodes (bad input, a UUID
+        another node holds), each node alone, the refused ones reported, not retried."""
+        try:
+            self._write(batch)
+        except (store.StoreInputError, store.StoreConflict):
+            for inventory in batch:
+                try:
+                    self._write([inventory])
+                except (store.StoreInputError, store.StoreConflict) as exc:
+                    self._on_refused(inventory, exc)
+
+    def _write(self, batch: Sequence[NodeInventory]) -> None:
+        """New nodes in bulk; one the store holds already (written meanwhile by another
+        path) goes through the ordinary upsert."""
+        now = self._clock()
+        with self._sessions.begin() as session:
+            held = insert_new_nodes(session, inventories=batch, source=SOURCE, now=now)
+            for inventory in held:
+                store.upsert_node(session, inventory=inventory, source=SOURCE, now=now)
