@@ -91,12 +91,16 @@ def test_device_plugin_env_is_valid_settings() -> None:
     assert node_name["valueFrom"]["fieldRef"]["fieldPath"] == "spec.nodeName"
 
 
-def test_extender_args_parse_and_match_the_container_port() -> None:
+def test_extender_args_parse_and_match_the_container_ports() -> None:
     params = parse_cli("vgpu-extender", EXTENDER["args"])
     assert params["__command__"] == "serve"
     ports = {p["name"]: p["containerPort"] for p in EXTENDER["ports"]}
-    assert int(params["port"]) == ports["https"] == extender_settings_class()().port
-    assert params["host"] == "0.0.0.0"
+    # The verbs on loopback only; the webhook and the admin API on the Pod's address.
+    assert int(params["port"]) == ports["verbs"] == extender_settings_class()().port
+    assert params["host"] == "127.0.0.1"
+    env = env_values(EXTENDER)
+    assert int(env["VGPU_ADMIN_PORT"]) == ports["https"]
+    assert env["VGPU_ADMIN_HOST"] == "0.0.0.0"
 
 
 def test_image_default_command_parses() -> None:

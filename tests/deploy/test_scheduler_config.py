@@ -126,7 +126,7 @@ def test_url_prefix_is_the_extender_on_loopback() -> None:
     extender = container(DEPLOYMENT, "vgpu-extender")
     ports = {p["name"]: p["containerPort"] for p in extender["ports"]}
     assert url.hostname == "127.0.0.1"
-    assert url.port == ports["https"]
+    assert url.port == ports["verbs"]
     tls = "VGPU_TLS_CERT" in env_values(extender)
     assert (url.scheme == "https") is tls
     assert EXTENDER["enableHTTPS"] is tls
