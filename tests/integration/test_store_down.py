@@ -11,6 +11,7 @@ Once it is back, readiness returns and the same bind goes through.
 from __future__ import annotations
 
 import logging
+import time
 from collections.abc import Iterator
 from dataclasses import dataclass
 from typing import Any
@@ -19,8 +20,18 @@ import pytest
 from sqlalchemy import Engine, create_engine, text
 from sqlalchemy.engine import make_url
 
-from tests.support.server import RunningExtender, StartExtender, args, bind_args, place, pod_json
-from tests.support.waiting import eventually
+from tests.support.apiserver import FakeApiServer
+from tests.support.server import (
+    RunningExtender,
+    StartExtender,
+    args,
+    bind_args,
+    node_json,
+    place,
+    pod_json,
+)
+from tests.support.waiting import eventually, until_bound
+from vgpu_extender.kube.real import RealKubeClient
 
 pytestmark = pytest.mark.postgres
 
@@ -160,3 +171,60 @@ def test_a_store_outage_is_answered_honestly_and_survived(
     running.verb("/filter", args(late, ["gpu-1"]))
     assert running.verb("/bind", bind_args(late, "gpu-1")) == {"Error": ""}
     assert running.client.get("/api/v1/allocations", headers=AUTH).json()["total"] == 2
+
+
+def test_with_a_cluster_the_background_work_logs_a_line_per_kind_during_an_outage(
+    extender: StartExtender,
+    fresh_postgres: str,
+    outage: Outage,
+    apiserver: FakeApiServer,
+    real_kube: RealKubeClient,
+    caplog: pytest.LogCaptureFixture,
+) -> None:
+    """Pod events and reconcile passes fail alike while the store is gone: the log says
+    so once per kind, the binds say ``store unavailable``, and once the store is back
+    the reconcile releases what the deleted pods held."""
+    apiserver.add_node(node_json("gpu-1", gpus=2, mem=16384))
+    pods = [pod_json(f"p{i}", mem=1000) for i in range(12)]
+    for pod in pods:
+        apiserver.add_pod(pod)
+    running = extender(
+        kube=real_kube,
+        database_url=fresh_postgres,
+        admin_token=TOKEN,
+        reconcile_interval_s=0.2,
+        store_probe_interval_s=0.1,
+    )
+    eventually(lambda: "gpu-1" in running.runtime.cluster.index, "the node watch's first list")
+    for pod in pods[:8]:
+        place(running, pod, "gpu-1")
+    for pod in pods[:8]:
+        until_bound(running, pod["metadata"]["uid"])
+
+    caplog.clear()
+    caplog.set_level(logging.WARNING)
+    outage.begin()
+    for pod in pods[8:]:
+        running.verb("/filter", args(pod, ["gpu-1"]))
+        assert "store unavailable: " in running.verb("/bind", bind_args(pod, "gpu-1"))["Error"]
+    for pod in pods[:8]:
+        apiserver.delete_pod(pod["metadata"]["namespace"], pod["metadata"]["name"])
+    eventually(lambda: _ready(running)[0] == 503, "readiness failing while the store is gone")
+    eventually(
+        lambda: any(r.name == "vgpu_extender.services.sync" for r in caplog.records),
+        "the pod events or a reconcile pass failing for want of the store",
+    )
+    time.sleep(1.0)  # some 5 reconcile passes fail meanwhile; nothing timed is asserted
+
+    records = _store_records(caplog)
+    assert all(r.exc_info is None for r in records), [r.getMessage() for r in records]
+    from_sync = [r for r in records if r.name == "vgpu_extender.services.sync"]
+    # 8 pod events and ~5 reconcile passes failed: a line per kind per interval.
+    assert 1 <= len(from_sync) <= 2, [r.getMessage() for r in from_sync]
+
+    outage.end()
+    eventually(lambda: _ready(running)[0] == 200, "readiness back once the store answers")
+    eventually(
+        lambda: running.client.get("/api/v1/allocations", headers=AUTH).json()["total"] == 0,
+        "the deleted pods' allocations released by the reconcile",
+    )

@@ -474,4 +474,4 @@ class SyncService:
             try:
                 self._relist_pods()
             except Exception as exc:  # keep reconciling on the next tick
-                logger.warning("periodic reconcile failed: %s", exc)
+                _warn(exc, "periodic reconcile failed: %s", exc)
