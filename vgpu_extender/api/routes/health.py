@@ -1,10 +1,12 @@
 """Liveness and readiness for the kubelet's probes.
 
 ``/healthz`` answers while the process serves HTTP. ``/readyz`` is 200 only once the
-index is loaded from the store (and, with a cluster, reconciled with it once) and,
-with leader election on, only while this replica leads; otherwise 503, naming the
-check that failed. HAMi's scheduler answers ready always, which sent traffic to
-replicas that could not serve it.
+index is loaded from the store (and, with a cluster, reconciled with it once), while
+the store answers (``services.store_health``: failing after a few failures in a row,
+passing again only after a few good probes in a row) and, with leader election on,
+only while this replica leads; otherwise 503, naming the check that failed. HAMi's
+scheduler answers ready always, which sent traffic to replicas that could not serve
+it. Readiness itself never touches the store: it reads what the probe last found.
 """
 
 # No ``from __future__ import annotations``: FastAPI reads these signatures at runtime.

@@ -20,7 +20,10 @@ router = APIRouter(tags=["metrics"], dependencies=[ReaderDep])
 def metrics(operations: OperationsDep) -> Response:
     """HAMi's allocation gauges (zone="vGPU") and the extender's own counters.
 
-    A plain ``def``: the allocation gauges read the store, so this runs in the thread
-    pool, off the event loop the verbs share.
+    A plain ``def``: the per-pod gauges read the store (it alone knows the pods' names),
+    so this runs in the thread pool, off the event loop the verbs share. While the store
+    cannot be reached it is not tried: the device gauges come from the index, the
+    per-pod ones from the last rows read, and ``vgpu_extender_store_available`` is 0; a
+    scrape never fails for want of the store.
     """
     return Response(content=operations.metrics.render(), media_type=CONTENT_TYPE)
