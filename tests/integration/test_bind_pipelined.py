@@ -349,7 +349,8 @@ def test_every_bind_of_a_batch_the_store_fails_learns_why_and_gives_its_devices_
         errors = [a.result(30)["Error"] for a in rest]
     assert inserts == [1, 2]  # the two queued binds were one transaction
     for pod, error in zip(pods[1:], errors, strict=True):
-        assert error.startswith(f"bind default/{pod['metadata']['name']}: store reserve: ")
+        name = pod["metadata"]["name"]
+        assert error.startswith(f"bind default/{name}: store unavailable: reserve: "), error
         assert "server closed the connection" in error
     index = running.runtime.cluster.index
     assert index.allocation(pods[0]["metadata"]["uid"]) is not None
