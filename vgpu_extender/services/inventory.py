@@ -17,9 +17,11 @@ changed or removed only by the admin API, the inventory file or the node watch.
 from __future__ import annotations
 
 import dataclasses
+import gc
 import json
 import logging
-from collections.abc import Callable, Iterable, Mapping, Sequence
+from collections.abc import Callable, Iterable, Iterator, Mapping, Sequence
+from contextlib import contextmanager
 from dataclasses import dataclass, field
 from datetime import UTC, datetime
 from pathlib import Path
@@ -60,6 +62,20 @@ class NodeRef:
     name: str
     resource_version: str
     load: Callable[[], NodeView]
+
+
+@contextmanager
+def collector_paused() -> Iterator[None]:
+    """The cycle collector off while objects that all live on are made by the ten
+    thousand (a first request's 5,000 nodes of 8 devices): its passes over them free
+    nothing and took some 40 % of that work."""
+    enabled = gc.isenabled()
+    gc.disable()
+    try:
+        yield
+    finally:
+        if enabled:
+            gc.enable()
 
 
 def with_split_count(devices: Iterable[Device], split_count: int) -> tuple[Device, ...]:
@@ -303,13 +319,16 @@ class InventoryService:
             return 0
         vendor = self._cluster.vendor
         fresh: list[NodeInventory] = []
-        for item in unknown:
-            view = item.load() if isinstance(item, NodeRef) else item
-            inventory = node_inventory(view, vendor, previous=None, split_count=self._split_count)
-            if inventory is None or inventory.problem or not inventory.devices:
-                self._unusable[view.name] = view.resource_version
-                continue
-            fresh.append(inventory)
+        with collector_paused():
+            for item in unknown:
+                view = item.load() if isinstance(item, NodeRef) else item
+                inventory = node_inventory(
+                    view, vendor, previous=None, split_count=self._split_count
+                )
+                if inventory is None or inventory.problem or not inventory.devices:
+                    self._unusable[view.name] = view.resource_version
+                    continue
+                fresh.append(inventory)
         added: list[NodeInventory] = []
         with self._cluster.lock:
             # Another request may have got there first; the same name twice, the first.
