@@ -18,6 +18,7 @@ from typing import Any
 import msgspec
 
 from vgpu_extender.api.repeats import NameLists, ScoreLayouts
+from vgpu_extender.domain.text import without_format_verbs
 from vgpu_extender.services.binding import BindRequest
 from vgpu_extender.services.inventory import NodeRef, NodeView
 from vgpu_extender.services.preemption import NodeVictims, PreemptOutcome, Victim
@@ -348,10 +349,21 @@ def encode_filter(args: ExtenderArgs | None, outcome: FilterOutcome) -> bytes:
         }
     elif not outcome.error:
         result["NodeNames"] = _feasible_names(args, outcome.feasible)
-    result["FailedNodes"] = outcome.failed
+    result["FailedNodes"] = _all_failed(outcome)
     result["FailedAndUnresolvableNodes"] = outcome.unresolvable
-    result["Error"] = outcome.error
+    result["Error"] = without_format_verbs(outcome.error)
     return _ENCODER.encode(result)
+
+
+def _all_failed(outcome: FilterOutcome) -> dict[str, str]:
+    """``FailedNodes`` lists the unresolvable nodes too: kube-scheduler 1.20 reads only
+    this map (``FailedAndUnresolvableNodes`` came in 1.21, and gives its own entries
+    precedence), so without them its message would name no reason for those nodes."""
+    if not outcome.unresolvable:
+        return outcome.failed
+    if not outcome.failed:
+        return outcome.unresolvable
+    return {**outcome.failed, **outcome.unresolvable}
 
 
 def _feasible_names(args: ExtenderArgs | None, feasible: list[str]) -> list[str] | Raw:
@@ -377,7 +389,7 @@ def encode_priorities(priorities: Priorities) -> bytes:
 
 
 def encode_bind(error: str) -> bytes:
-    return _ENCODER.encode({"Error": error})
+    return _ENCODER.encode({"Error": without_format_verbs(error)})
 
 
 def encode_preempt(outcome: PreemptOutcome, *, full_pods: bool = False) -> bytes:
@@ -405,7 +417,8 @@ def encode_preempt(outcome: PreemptOutcome, *, full_pods: bool = False) -> bytes
             for node, victims in nodes.items()
         }
     if outcome.error:
-        result["Error"] = outcome.error  # ignored by Go's decoder; there for people
+        # Ignored by Go's decoder; there for people.
+        result["Error"] = without_format_verbs(outcome.error)
     return _ENCODER.encode(result)
 
 
