@@ -4,9 +4,9 @@ A primary and a synchronous streaming standby run on 127.0.0.1 (``pg_cluster``);
 extender replicas, served over real HTTP in standalone mode, connect with a libpq
 multi-host URL (``target_session_attrs=read-write``). A thread per replica filters
 and binds pods at a steady rate while the primary is killed (``pg_ctl stop -m
-immediate``) and the standby promoted. Every answer must be HTTP 200; binds may fail while there is no
-primary, saying it is the store, and then succeed again with nobody restarting
-anything. In the promoted server afterwards: every pod answered bound has exactly its
+immediate``) and the standby promoted. Every answer must be HTTP 200; binds may fail
+while there is no primary, saying it is the store, and then succeed again with nobody
+restarting anything. In the promoted server afterwards: every pod answered bound has exactly its
 rows, no pod has more, and no device holds more than its capacity.
 """
 
