@@ -3,7 +3,7 @@
 ``python -m tests.support.connection_flood HOST PORT --silent N --slowloris M
 --duration S``: keeps N silent connections (they connect and send nothing) and M
 slowloris ones (a header byte a second, the head never ends) open to HOST:PORT for S
-seconds at most (a line on stdin stops it sooner), each from source addresses
+seconds at most (SIGTERM stops it sooner), each from source addresses
 127.0.0.2 and up, so none is 127.0.0.1. A connection the server closes is opened
 again after ``--retry-s``, as an attacker would. It runs at a lower CPU priority:
 the server's latency is what is measured.
@@ -20,9 +20,9 @@ import asyncio
 import contextlib
 import json
 import os
+import signal
 import socket
 import sys
-import threading
 import time
 from collections import Counter
 from dataclasses import dataclass, field
@@ -134,12 +134,10 @@ async def _run(options: argparse.Namespace) -> dict[str, object]:
                 await asyncio.sleep(0)  # let the connects go out
     await asyncio.sleep(0.5)
     print("ready", flush=True)
-    # Until the duration is over, or a line (or the end) on stdin says stop.
+    # Until the duration is over, or SIGTERM says stop (a signal reaches the loop itself,
+    # whatever else the process is doing).
     stop = asyncio.Event()
-    loop = asyncio.get_running_loop()
-    threading.Thread(
-        target=lambda: (sys.stdin.readline(), loop.call_soon_threadsafe(stop.set)), daemon=True
-    ).start()
+    asyncio.get_running_loop().add_signal_handler(signal.SIGTERM, stop.set)
     with contextlib.suppress(TimeoutError):
         await asyncio.wait_for(stop.wait(), options.duration)
     for task in tasks:
