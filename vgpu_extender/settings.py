@@ -109,6 +109,12 @@ class Settings(BaseSettings):
     filter_cache_ttl_s: float = Field(default=600.0, gt=0)
     filter_cache_size: int = Field(default=10_000, ge=1)
     reservation_ttl_s: float = Field(default=DEFAULT_RESERVATION_TTL_S, ge=0)
+    #: The longest a live replica's bind holds a reservation before its Binding shows on
+    #: the pod (the Binding's timeout and the read-back window, with room to spare). At
+    #: start-up, reservations an earlier process left are settled at once when older than
+    #: this, and the moment they reach it otherwise: a younger one may be another
+    #: replica's bind still under way. Readiness waits for them.
+    reservation_in_flight_s: float = Field(default=30.0, ge=0)
     reconcile_interval_s: float = Field(default=60.0, gt=0)
 
     # Kubernetes.

@@ -3,8 +3,11 @@
 A process killed during a burst of binds leaves reservations whose pods were never
 bound. The next process checks every reserved row against the API server in its first
 reconcile pass, before ``/readyz`` turns green: marked bound when the pod is bound to
-that node, released otherwise, however young (the bind that made it died with the
-process). Through the real app and the test API server, on the same SQLite file.
+that node, released otherwise, without waiting for the TTL (the bind that made it died
+with the process), once it is older than the longest a live bind holds one
+(``reservation_in_flight_s``): a younger one may be another replica's bind under way,
+as in a rolling update. Through the real app and the test API server, on the same
+SQLite file.
 """
 
 from __future__ import annotations
@@ -69,7 +72,7 @@ def test_reservations_of_a_killed_burst_are_settled_before_ready(
     # Seconds old: far younger than the TTL, which alone would keep them for minutes.
     _reserve(tmp_path, bound + unbound + gone + moved, at=datetime.now(UTC) - timedelta(seconds=2))
 
-    running = extender(kube=real_kube, reservation_ttl_s=3600)
+    running = extender(kube=real_kube, reservation_ttl_s=3600, reservation_in_flight_s=1)
     ready = running.client.get("/readyz")
     assert ready.status_code == 200, ready.text
     assert ready.json()["checks"]["reservations"]["ok"] is True
@@ -103,7 +106,7 @@ def test_readiness_waits_for_the_start_up_check_which_spares_binds_made_since(
     # The pod list fails at start and on the first retry: the check waits for the API.
     apiserver.fail_next("GET", PODS_LIST, 503, times=3, message="the API server is away")
 
-    running = extender(kube=real_kube, reservation_ttl_s=3600)
+    running = extender(kube=real_kube, reservation_ttl_s=3600, reservation_in_flight_s=1)
     ready = running.client.get("/readyz")
     assert ready.status_code == 503
     assert ready.json()["checks"]["reservations"]["ok"] is False
@@ -116,3 +119,35 @@ def test_readiness_waits_for_the_start_up_check_which_spares_binds_made_since(
     eventually(lambda: running.client.get("/readyz").status_code == 200, "ready after the check")
     assert running.live_rows("uid-left") == []
     assert [r.state.value for r in running.live_rows("uid-fresh")] == ["reserved"]
+
+
+def test_a_reservation_younger_than_a_bind_in_flight_waits_for_its_binding(
+    extender: StartExtender, apiserver: FakeApiServer, real_kube: RealKubeClient, tmp_path: Path
+) -> None:
+    """A rolling update restarts one replica while the other binds: the reservation the
+    other made a moment ago, its pod not bound yet, must not be released by the start-up
+    check. Its Binding lands; the check then finds the pod bound and marks it so."""
+    apiserver.add_node(node_json(NODE, gpus=2, mem=16384))
+    other = apiserver.add_pod(pod_json("other-replicas", mem=1000))
+    stale = apiserver.add_pod(pod_json("stale", mem=1000))
+    _reserve(tmp_path, [stale], at=datetime.now(UTC) - timedelta(seconds=60))
+    _reserve(tmp_path, [other], at=datetime.now(UTC) - timedelta(seconds=1))
+
+    running = extender(kube=real_kube, reservation_ttl_s=3600, reservation_in_flight_s=8)
+    # The long-abandoned one is settled at once; the young one is left to its bind, and
+    # readiness waits for it.
+    assert running.live_rows("uid-stale") == []
+    assert [r.state.value for r in running.live_rows("uid-other-replicas")] == ["reserved"]
+    ready = running.client.get("/readyz")
+    assert ready.status_code == 503
+    assert ready.json()["checks"]["reservations"]["ok"] is False
+
+    # The other replica's Binding lands (with the annotations it chose).
+    real_kube.bind_pod("default", "other-replicas", "uid-other-replicas", NODE)
+    eventually(
+        lambda: running.client.get("/readyz").status_code == 200,
+        "ready once the young reservation is settled",
+    )
+    assert [r.state.value for r in running.live_rows("uid-other-replicas")] == ["bound"]
+    assert running.runtime.sync is not None
+    assert running.runtime.sync.totals.expired == 1  # the stale one only

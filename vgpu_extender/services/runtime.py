@@ -117,6 +117,7 @@ class Runtime:
                 inventory=inventory,
                 kube=kube,
                 reservation_ttl=timedelta(seconds=settings.reservation_ttl_s),
+                in_flight=timedelta(seconds=settings.reservation_in_flight_s),
                 interval_s=settings.reconcile_interval_s,
                 conflicts=conflicts,
                 events=events,

@@ -13,9 +13,13 @@
 - Reconcile, on start and periodically, compares every live allocation with its pod:
   released when the pod is gone or finished, marked bound when the pod is bound to
   that node, expired when still reserved for an unbound pod after the reservation
-  TTL. The first pass of a process (the start-up check, before readiness) expires at
-  once every reservation made before the process started whose pod is not bound to
-  that node: the bind that made it died with the process before. It re-derives the
+  TTL. The start-up check (before readiness) settles every reservation made before the
+  process started whose pod is not bound to that node, without waiting for the TTL:
+  the bind that made it died with the process before, unless it was another live
+  replica's (a rolling update restarts one replica while the other binds). So a
+  reservation younger than ``in_flight`` (the longest a live bind holds one before its
+  Binding shows on the pod) is settled only once it is that old: passes come again
+  until then. It re-derives the
   open conflicts from the pod list, too. What each pass fixed is logged and counted.
 """
 
@@ -58,6 +62,8 @@ def _warn(exc: Exception, message: str, *args: object) -> None:
 WATCH_TIMEOUT_S = 30
 #: Pause after a failed list or watch before trying again.
 RETRY_DELAY_S = 2.0
+#: Until the start-up check is done, passes come at least this often.
+STARTUP_RETRY_S = 5.0
 #: The Warning Event recorded on a pod whose allocation could not be imported.
 CONFLICT_EVENT = "AllocationConflict"
 
@@ -104,6 +110,7 @@ class SyncService:
         kube: KubeClient,
         reservation_ttl: timedelta,
         interval_s: float,
+        in_flight: timedelta = timedelta(seconds=30),
         conflicts: ConflictRegistry | None = None,
         events: EventRecorder | None = None,
         clock: Callable[[], datetime] = lambda: datetime.now(UTC),
@@ -115,6 +122,7 @@ class SyncService:
         self._inventory = inventory
         self._kube = kube
         self._ttl = reservation_ttl
+        self._in_flight = in_flight
         self._interval_s = interval_s
         self._clock = clock
         self._stop = threading.Event()
@@ -162,6 +170,14 @@ class SyncService:
             pod_version,
         )
         self._spawn("vgpu-reconcile", self._reconcile_loop)
+
+    def _next_pass_in(self) -> float:
+        """Seconds to the next pass: the interval, or sooner while the start-up check
+        waits (for the API, the store, or reservations to reach ``in_flight``)."""
+        if self._startup_checked:
+            return self._interval_s
+        due = self._started_at + self._in_flight - self._clock()
+        return min(self._interval_s, max(STARTUP_RETRY_S, due.total_seconds()))
 
     def stop(self, timeout_s: float = 0.5) -> None:
         """Ask the loops to end. A watch blocked on the server ends at its own timeout
@@ -241,12 +257,13 @@ class SyncService:
         ``listed_at`` is when the listing began: reservations made after it belong to
         binds in flight and are left alone, as are reservations younger than the TTL,
         except, until a pass has settled them (``startup_checked``), those made before
-        this process started: no bind of an earlier process is still in flight here.
+        this process started and at least ``in_flight`` ago: no bind still under way, of
+        an earlier process or of another replica, holds one that long.
         """
         report = ReconcileReport()
         with self._reconcile_lock:
             startup = not self._startup_checked
-            unsettled = 0
+            unsettled = waiting = 0
             by_uid: dict[str, KubeObject] = {}
             for pod in pods:
                 try:
@@ -257,10 +274,12 @@ class SyncService:
                 stored = store.assignments(session)
             young = min(listed_at, self._clock() - self._ttl)
             if startup:
-                young = max(young, min(listed_at, self._started_at))
+                young = max(young, min(listed_at, self._started_at - self._in_flight))
             for uid, (_assignment, meta) in stored.items():
                 try:
-                    self._check(uid, meta, by_uid.get(uid), young, report)
+                    left = self._check(uid, meta, by_uid.get(uid), young, report)
+                    if startup and left and meta.created_at < self._started_at:
+                        waiting += 1
                 except (store.StoreError, MalformedObject) as exc:
                     report.failed += 1
                     unsettled += 1
@@ -279,9 +298,16 @@ class SyncService:
             self._forget_absent_nodes()
             self.passes += 1
             self.totals.add(report)
-            if startup and not unsettled:
+            if startup and not unsettled and not waiting:
                 self._startup_checked = True
                 logger.info("start-up check of reservations done")
+            elif startup and waiting:
+                logger.info(
+                    "start-up check: %d reservation(s) of an earlier process younger than "
+                    "%.0f s, maybe another replica's bind under way; settled once that old",
+                    waiting,
+                    self._in_flight.total_seconds(),
+                )
         if report.changes or report.failed:
             logger.info("reconcile fixed %d allocation(s): %s", report.changes, report)
         return report
@@ -293,11 +319,12 @@ class SyncService:
         pod: KubeObject | None,
         young: datetime,
         report: ReconcileReport,
-    ) -> None:
+    ) -> bool:
+        """Settle one pod's rows; True when a reservation is left to its bind."""
         reserved = meta.state is store.AllocationState.RESERVED
         if pod is None:
             if reserved and meta.created_at >= young:
-                return  # a bind in flight: its pod may be newer than the listing
+                return True  # a bind in flight: its pod may be newer than the listing
             self._release(uid)
             report.released_gone += 1
         elif kobj.is_terminal(pod):
@@ -315,6 +342,9 @@ class SyncService:
             elif meta.created_at < young:
                 self._release(uid)
                 report.expired += 1
+            else:
+                return True
+        return False
 
     def _release(self, uid: str) -> None:
         with self._sessions.begin() as session:
@@ -470,7 +500,7 @@ class SyncService:
                 self._stop.wait(RETRY_DELAY_S)
 
     def _reconcile_loop(self) -> None:
-        while not self._stop.wait(self._interval_s):
+        while not self._stop.wait(self._next_pass_in()):
             try:
                 self._relist_pods()
             except Exception as exc:  # keep reconciling on the next tick
