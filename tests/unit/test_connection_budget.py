@@ -42,10 +42,25 @@ def test_the_total_refuses_everyone_but_the_headroom_addresses() -> None:
     assert budget.total == 5
 
 
-def test_the_headroom_addresses_are_held_to_the_per_client_cap_too() -> None:
+def test_the_headroom_addresses_have_no_per_client_cap() -> None:
     budget = ConnectionBudget(Caps(total=10, per_client=1, headroom=5))
     assert budget.admit("127.0.0.1") is None
-    assert budget.admit("127.0.0.1") is Refusal.PER_CLIENT
+    # kube-scheduler opens a connection per concurrent call: past the per-client cap,
+    # up to the total plus the headroom.
+    for _ in range(14):
+        assert budget.admit("127.0.0.1") is None
+    assert budget.admit("127.0.0.1") is Refusal.TOTAL
+    assert (budget.held("127.0.0.1"), budget.total) == (15, 15)
+    # Another address is still held to its own cap.
+    other = ConnectionBudget(Caps(total=10, per_client=1, headroom=5))
+    assert other.admit("10.0.0.1") is None
+    assert other.admit("10.0.0.1") is Refusal.PER_CLIENT
+    assert other.admit("127.0.0.2") is None
+    assert other.admit("127.0.0.2") is Refusal.PER_CLIENT
+    # ::1 is exempt as well.
+    for _ in range(8):
+        assert other.admit("::1") is None
+    assert other.total == 10
 
 
 def test_releasing_a_connection_never_admitted_is_an_error() -> None:

@@ -2,7 +2,8 @@
 
 Every client is held to ``per_client`` connections of its own address and to ``total``
 connections in all. A headroom address (the loopback addresses a kube-scheduler in the
-same Pod connects from) may go ``headroom`` past ``total``: however many other clients
+same Pod connects from) has no per-client cap, since the scheduler opens a connection
+per concurrent call, and may go ``headroom`` past ``total``: however many other clients
 fill the total, the scheduler still gets in. Thread-safe: the verbs' and the admin
 listener's servers may share one budget.
 """
@@ -55,7 +56,7 @@ class ConnectionBudget:
         ceiling = self.caps.total + (self.caps.headroom if has_headroom else 0)
         with self._lock:
             held = self._by_client.get(client, 0)
-            if held >= self.caps.per_client:
+            if not has_headroom and held >= self.caps.per_client:
                 return Refusal.PER_CLIENT
             if self._total >= ceiling:
                 return Refusal.TOTAL
