@@ -139,7 +139,9 @@ class Settings(BaseSettings):
     #: After a Binding whose answer was lost (a 504, a connection closed or a read
     #: timeout once it was sent), how long the bind keeps reading the pod back while it
     #: shows unbound, since the Binding may still land, before it gives the devices back.
-    bind_check_window_s: float = Field(default=5.0, ge=0, le=60)
+    #: At most 10 s: with the Binding's 15 s read timeout it stays under kube-scheduler's
+    #: 30 s ``httpTimeout``.
+    bind_check_window_s: float = Field(default=5.0, ge=0, le=10)
     #: Hold a coordination.k8s.io Lease; /readyz is ready only while this replica leads.
     leader_elect: bool = False
     leader_lease_name: str = Field(default="vgpu-extender", min_length=1)

@@ -137,3 +137,19 @@ def test_the_fake_applies_a_binding_then_loses_its_answer() -> None:
     with pytest.raises(AlreadyBound) as refused:
         kube.bind_pod("default", "web", "u-1", "gpu-1")
     assert refused.value.node == "gpu-1"
+
+
+@pytest.mark.parametrize(("window", "accepted"), [(0.0, True), (10.0, True), (10.5, False)])
+def test_the_read_back_window_stays_within_kube_schedulers_timeout(
+    window: float, accepted: bool
+) -> None:
+    """15 s of Binding read timeout plus the window must stay under the 30 s httpTimeout."""
+    from pydantic import ValidationError
+
+    from vgpu_extender.settings import Settings
+
+    if accepted:
+        assert Settings(bind_check_window_s=window).bind_check_window_s == window
+    else:
+        with pytest.raises(ValidationError, match="bind_check_window_s"):
+            Settings(bind_check_window_s=window)

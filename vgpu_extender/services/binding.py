@@ -58,8 +58,10 @@ logger = logging.getLogger(__name__)
 #: How long a bind whose Binding's answer was lost keeps reading the pod back while it
 #: shows unbound (the Binding may still be in flight on the server).
 DEFAULT_CHECK_WINDOW_S = 5.0
-#: Pause between two reads of the pod in that window.
+#: First pause between two reads of the pod in that window; it doubles up to the
+#: longest, so an API server too busy to answer the Binding is not read 25 times.
 CHECK_INTERVAL_S = 0.2
+CHECK_INTERVAL_MAX_S = 1.0
 
 
 @dataclass(frozen=True, slots=True)
@@ -500,6 +502,7 @@ class BindingService:
         """
         assert self._kube is not None
         deadline = time.monotonic() + self._check_window_s
+        pause = CHECK_INTERVAL_S
         while True:
             try:
                 pod = self._kube.get_pod(args.namespace, args.pod_name)
@@ -524,7 +527,8 @@ class BindingService:
                     raise KubeError(f"{lost}; the pod is bound to node {bound_to}") from None
             if time.monotonic() >= deadline:
                 break
-            time.sleep(CHECK_INTERVAL_S)
+            time.sleep(min(pause, max(0.0, deadline - time.monotonic())))
+            pause = min(pause * 2, CHECK_INTERVAL_MAX_S)
         if unreadable is not None:
             raise _Unsettled(
                 f"outcome unknown: {lost}; the pod cannot be read back ({unreadable}): its "
