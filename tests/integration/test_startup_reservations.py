@@ -151,3 +151,28 @@ def test_a_reservation_younger_than_a_bind_in_flight_waits_for_its_binding(
     assert [r.state.value for r in running.live_rows("uid-other-replicas")] == ["bound"]
     assert running.runtime.sync is not None
     assert running.runtime.sync.totals.expired == 1  # the stale one only
+
+
+def test_a_young_reservation_whose_pod_stays_unbound_is_settled_once_old_enough(
+    extender: StartExtender, apiserver: FakeApiServer, real_kube: RealKubeClient, tmp_path: Path
+) -> None:
+    """A reservation made a moment before the start, its pod never bound: left alone at
+    first (maybe another replica's bind under way), then released once older than
+    ``reservation_in_flight_s``, long before the TTL, and readiness follows."""
+    apiserver.add_node(node_json(NODE, gpus=2, mem=16384))
+    lost = apiserver.add_pod(pod_json("lost", mem=1000))
+    _reserve(tmp_path, [lost], at=datetime.now(UTC) - timedelta(seconds=1))
+
+    running = extender(kube=real_kube, reservation_ttl_s=3600, reservation_in_flight_s=3)
+    assert [r.state.value for r in running.live_rows("uid-lost")] == ["reserved"]
+    ready = running.client.get("/readyz")
+    assert ready.status_code == 503
+    assert ready.json()["checks"]["reservations"]["ok"] is False
+
+    eventually(
+        lambda: running.client.get("/readyz").status_code == 200,
+        "ready once the young reservation is old enough to settle",
+    )
+    assert running.live_rows("uid-lost") == []
+    assert running.runtime.sync is not None
+    assert running.runtime.sync.totals.expired == 1

@@ -274,7 +274,9 @@ class SyncService:
                 stored = store.assignments(session)
             young = min(listed_at, self._clock() - self._ttl)
             if startup:
-                young = max(young, min(listed_at, self._started_at - self._in_flight))
+                young = max(
+                    young, min(listed_at, self._started_at, self._clock() - self._in_flight)
+                )
             for uid, (_assignment, meta) in stored.items():
                 try:
                     left = self._check(uid, meta, by_uid.get(uid), young, report)
@@ -352,7 +354,12 @@ class SyncService:
         held = self._cluster.release(uid)
         # The pods whose import this one was in the way of may fit now.
         for pod in self.conflicts.waiting_on(uid):
-            self._import(pod, ReconcileReport())
+            try:
+                self._import(pod, ReconcileReport())
+            except (store.StoreError, MalformedObject) as exc:
+                _warn(
+                    exc, "import of pod %r after release of %s: %s", pod.get("metadata"), uid, exc
+                )
         if held is not None:
             self._forget_if_absent(held.node)
 
