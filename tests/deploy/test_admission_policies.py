@@ -204,7 +204,10 @@ def test_a_privileged_container_in_a_gpu_pod_is_refused(privileged: str, gpu: st
 def test_the_opt_out_label_does_not_skip_the_check() -> None:
     pod = _pod(None, privileged="sidecar")
     pod["metadata"]["labels"]["hami.io/webhook"] = "ignore"
-    assert not _create(pod).allowed
+    verdict = _create(pod)
+    assert not verdict.allowed
+    assert verdict.matched and len(verdict.denials) == 1
+    assert "privileged container in a pod that asks for a GPU" in verdict.denials[0]
 
 
 def test_an_unprivileged_gpu_pod_is_admitted() -> None:
@@ -225,7 +228,10 @@ def test_a_privileged_debug_container_added_to_a_gpu_pod_is_refused() -> None:
     req = request(
         resource="pods", sub_resource="ephemeralcontainers", username="alice", namespace="ml"
     )
-    assert not admit(UNPRIVILEGED, req, new, old).allowed
+    verdict = admit(UNPRIVILEGED, req, new, old)
+    assert not verdict.allowed
+    assert verdict.matched and len(verdict.denials) == 1
+    assert "privileged container in a pod that asks for a GPU" in verdict.denials[0]
     new["spec"]["ephemeralContainers"][0]["securityContext"]["privileged"] = False
     assert admit(UNPRIVILEGED, req, new, old).allowed
 
