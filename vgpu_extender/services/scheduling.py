@@ -69,6 +69,11 @@ class SchedulingService:
         #: objects alone, never from what a request carries.
         self._admit_nodes = admit_nodes
 
+    @property
+    def admits_nodes(self) -> bool:
+        """Whether a request's Node objects may register nodes (standalone only)."""
+        return self._admit_nodes
+
     def parse(self, pod: Mapping[str, Any]) -> PodRequest:
         """The pod's request; remembered by UID for bind. Raises ``RequestError``.
 

@@ -42,7 +42,8 @@ Handler = Callable[[Runtime, bytes], Awaitable[bytes]]
 async def _filter(runtime: Runtime, body: bytes, *, decisive: bool) -> bytes:
     args = wire.decode_args(body, what="filter")
     service = runtime.scheduling.filter_one if decisive else runtime.scheduling.filter
-    if args.cache_mode:
+    if args.cache_mode or not runtime.scheduling.admits_nodes:
+        # Nothing to register: answered on the loop, like names.
         outcome = service(args.pod, args.names)
     else:
         outcome = await run_in_threadpool(service, args.pod, args.names, nodes=args.nodes)
@@ -59,7 +60,7 @@ async def filter_only_one(runtime: Runtime, body: bytes) -> bytes:
 
 async def prioritize(runtime: Runtime, body: bytes) -> bytes:
     args = wire.decode_args(body, what="prioritize")
-    if args.cache_mode:
+    if args.cache_mode or not runtime.scheduling.admits_nodes:
         scores = runtime.scheduling.prioritize(args.pod, args.names)
     else:
         scores = await run_in_threadpool(
