@@ -38,4 +38,30 @@ def test_conflicts_outlive_an_inventory_update_and_are_kept_apart_from_cordons()
     assert index.inventory("a").cordoned == frozenset({"a-gpu1"})
     index.remove_node("a")
     index.upsert_node(make_node("a", 2))
+    # Kept across the removal (the marks are the conflict's, not the inventory's) until
+    # cleared.
+    assert index.conflicted("a") == frozenset({"a-gpu0"})
+    index.set_conflicted("a", ())
     assert index.conflicted("a") == frozenset()
+
+
+def test_a_node_removed_and_added_again_keeps_its_conflicted_devices_refused() -> None:
+    index = make_index(make_node("a", 2))
+    one = make_request(1)
+    index.set_conflicted("a", ["a-gpu0", "a-gpu1"])
+    assert fit(index, one, ["a"]).rejections["a"].reason is Reason.CONFLICTED
+    index.remove_node("a")
+    index.upsert_node(make_node("a", 2))
+    assert fit(index, one, ["a"]).rejections["a"].reason is Reason.CONFLICTED
+    # The same through the bulk add, and for marks set while the node is not held.
+    index.remove_node("a")
+    index.set_conflicted("a", ["a-gpu1"])
+    assert index.conflicted("a") == frozenset({"a-gpu1"})
+    index.add_nodes([make_node("a", 2)])
+    assert index.conflicted("a") == frozenset({"a-gpu1"})
+    chosen = choose_devices(index, one, "a")
+    assert isinstance(chosen, PodAssignment)
+    assert [g.uuid for grants in chosen.containers for g in grants] == ["a-gpu0"]
+    assert fit(index, make_request(2), ["a"]).rejections["a"].reason is Reason.CONFLICTED
+    index.set_conflicted("a", ())
+    assert fit(index, make_request(2), ["a"]).rejections == {}

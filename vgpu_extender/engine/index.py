@@ -51,7 +51,7 @@ class ClusterIndex:
         self._free_rows: list[int] = list(range(initial_nodes - 1, -1, -1))
         self._inventory: dict[str, NodeInventory] = {}
         #: Per node, devices refused to new pods for an allocation conflict (kept
-        #: across inventory updates; not part of the inventory).
+        #: across inventory updates and the node's removal; not part of the inventory).
         self._conflicted: dict[str, frozenset[str]] = {}
         self._devices: list[tuple[Device, ...]] = [()] * initial_nodes
         self._slot_of_uuid: dict[str, tuple[int, int]] = {}
@@ -356,7 +356,8 @@ class ClusterIndex:
         self._devices[row] = ()
         self._names[row] = None
         self._inventory.pop(name, None)
-        self._conflicted.pop(name, None)
+        # Conflict marks stay: a node removed and added again (the index rebuilt, an
+        # inventory registered anew) keeps its conflicted devices from new pods.
         self._free_rows.append(row)
         return gone
 
@@ -376,22 +377,30 @@ class ClusterIndex:
         self._inventory[name] = replace(inv, cordoned=wanted)
 
     def conflicted(self, name: str) -> frozenset[str]:
-        """Devices of ``name`` refused to new pods for an allocation conflict."""
-        return self._conflicted.get(name, frozenset())
+        """Devices of ``name`` refused to new pods for an allocation conflict (those
+        marked, for a node the index does not hold now)."""
+        marked = self._conflicted.get(name, frozenset())
+        row = self._row_of.get(name)
+        if row is None:
+            return marked
+        return marked & {d.uuid for d in self._devices[row]}
 
     def set_conflicted(self, name: str, uuids: Iterable[str]) -> None:
         """Replace the devices of a node refused to new pods because a pod running on
         them could not be recorded (it would over-commit them). Treated as a cordon:
-        pods already there keep their devices. Devices the node does not list are
-        ignored."""
-        row = self._row_of[name]
-        wanted = frozenset(uuids) & {d.uuid for d in self._devices[row]}
+        pods already there keep their devices. Devices the node does not list take no
+        effect. The marks outlive the node's removal: a node not held now (or again)
+        gets them when it is added; ``set_conflicted(name, ())`` clears them."""
+        wanted = frozenset(uuids)
         if wanted == self._conflicted.get(name, frozenset()):
             return
         if wanted:
             self._conflicted[name] = wanted
         else:
             self._conflicted.pop(name, None)
+        row = self._row_of.get(name)
+        if row is None:
+            return
         self._version += 1
         self._stamps[row] = self._version
         for slot, dev in enumerate(self._devices[row]):

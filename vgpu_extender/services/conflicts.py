@@ -117,5 +117,6 @@ class ConflictRegistry:
         with self._cluster.lock:
             index = self._cluster.index
             for node, devices in refused.items():
-                if node in index:
-                    index.set_conflicted(node, devices)
+                # Recorded for a node the index does not hold now, too: it gets them
+                # when it is added (again).
+                index.set_conflicted(node, devices)
