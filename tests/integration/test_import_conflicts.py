@@ -82,6 +82,19 @@ def _conflict_events(cluster: FakeApiServer) -> list[dict[str, Any]]:
     return [e for e in cluster.events if e.get("reason") == "AllocationConflict"]
 
 
+def _drain_events(running: RunningExtender, cluster: FakeApiServer) -> None:
+    """Wait until every Event queued so far has been posted."""
+    recorder = running.runtime.events
+    assert recorder is not None
+    recorder.record(
+        namespace="default", pod="intruder", uid="uid-intruder", reason="Drained", message=""
+    )
+    eventually(
+        lambda: any(e.get("reason") == "Drained" for e in cluster.events),
+        "the Events queued so far posted",
+    )
+
+
 def test_a_conflicting_import_is_recorded_and_its_gpu_refused_until_resolved(
     extender: StartExtender, cluster: FakeApiServer, real_kube: RealKubeClient
 ) -> None:
@@ -116,6 +129,9 @@ def test_a_conflicting_import_is_recorded_and_its_gpu_refused_until_resolved(
     assert sync is not None
     sync.reconcile(real_kube.list_pods_with_version().items, listed_at=datetime.now(UTC))
     assert len(running.runtime.conflicts) == 1
+    # Events go out from one worker, in order: once a marker queued after the pass is
+    # posted, a second Event the pass would have queued is posted too.
+    _drain_events(running, cluster)
     assert len(_conflict_events(cluster)) == 1
 
     # The holder goes: the intruder's import fits now, and the conflict is resolved.
