@@ -38,7 +38,6 @@ from vgpu_extender.services.allocation_queries import (
     pod_allocations,
 )
 from vgpu_extender.services.inventory import parse_inventory_document
-from vgpu_extender.store.errors import classify
 from vgpu_extender.store.limits import ValueTooLong
 
 router = APIRouter(prefix="/api/v1", tags=["admin"], dependencies=[ReaderDep])
@@ -58,12 +57,6 @@ _AUTH_ERRORS: dict[int | str, dict[str, Any]] = {
 Name = Annotated[str, Path(min_length=1, max_length=253)]
 
 
-def _store_down(exc: store.StoreError) -> store.StoreError:
-    """Raised on to the app's store error handler: 503 with the reason, logged once per
-    kind and interval (``api/store_errors.py``)."""
-    return classify(exc)
-
-
 # --------------------------------------------------------------------------- reading
 @router.get("/nodes", response_model=list[NodeOut], responses=_ERRORS)
 def list_nodes(
@@ -71,20 +64,14 @@ def list_nodes(
     devices: Annotated[bool, Query(description="Include every GPU and its pods.")] = False,
 ) -> list[NodeOut]:
     """Every node: GPUs, memory and cores total / used / free, pods, fragmentation."""
-    try:
-        reports, _pods = admin.live_reports(runtime.cluster, runtime.sessions)
-    except store.StoreError as exc:
-        raise _store_down(exc) from None
+    reports, _pods = admin.live_reports(runtime.cluster, runtime.sessions)
     return [NodeOut.of(report, devices=devices) for report in reports]
 
 
 @router.get("/nodes/{name}", response_model=NodeOut, responses=_ERRORS)
 def get_node(name: Name, runtime: RuntimeDep) -> NodeOut:
     """One node with its GPUs and the pods holding each."""
-    try:
-        reports, _pods = admin.live_reports(runtime.cluster, runtime.sessions, name)
-    except store.StoreError as exc:
-        raise _store_down(exc) from None
+    reports, _pods = admin.live_reports(runtime.cluster, runtime.sessions, name)
     if not reports:
         raise HTTPException(status.HTTP_404_NOT_FOUND, f"node {name!r} is not registered")
     return NodeOut.of(reports[0], devices=True)
@@ -93,10 +80,7 @@ def get_node(name: Name, runtime: RuntimeDep) -> NodeOut:
 @router.get("/summary", response_model=SummaryOut, responses=_ERRORS)
 def summary(runtime: RuntimeDep) -> SummaryOut:
     """The cluster at a glance: utilisation, fragmentation, reservations, bad GPUs."""
-    try:
-        reports, pods = admin.live_reports(runtime.cluster, runtime.sessions)
-    except store.StoreError as exc:
-        raise _store_down(exc) from None
+    reports, pods = admin.live_reports(runtime.cluster, runtime.sessions)
     return SummaryOut.model_validate(
         admin.summarize(reports, pods, conflicts=len(runtime.conflicts))
     )
@@ -124,10 +108,7 @@ def list_allocations(
 ) -> AllocationPageOut:
     """Reserved and bound allocations (one per container and GPU), one page at a time."""
     where = AllocationFilter(namespace=namespace, pod=pod, node=node, device=device)
-    try:
-        page = allocation_page(runtime.sessions, where, offset=offset, limit=limit)
-    except store.StoreError as exc:
-        raise _store_down(exc) from None
+    page = allocation_page(runtime.sessions, where, offset=offset, limit=limit)
     return AllocationPageOut(
         items=[AllocationOut.of(a) for a in page.items],
         total=page.total,
@@ -139,10 +120,7 @@ def list_allocations(
 @router.get("/pods/{namespace}/{name}", response_model=PodOut, responses=_ERRORS)
 def get_pod(namespace: Name, name: Name, runtime: RuntimeDep) -> PodOut:
     """The GPUs one pod holds, per container."""
-    try:
-        rows = pod_allocations(runtime.sessions, namespace=namespace, name=name)
-    except store.StoreError as exc:
-        raise _store_down(exc) from None
+    rows = pod_allocations(runtime.sessions, namespace=namespace, name=name)
     if not rows:
         raise HTTPException(
             status.HTTP_404_NOT_FOUND, f"pod {namespace}/{name} holds no GPU allocation"
@@ -192,8 +170,6 @@ def put_inventory(body: InventoryIn, runtime: RuntimeDep) -> InventoryChangeOut:
         raise HTTPException(status.HTTP_400_BAD_REQUEST, str(exc)) from None
     except (admin_actions.ConflictError, store.StoreConflict, AllocationError) as exc:
         raise HTTPException(status.HTTP_409_CONFLICT, str(exc)) from None
-    except store.StoreError as exc:
-        raise _store_down(exc) from None
     return InventoryChangeOut(registered=change.registered, removed=change.removed)
 
 
@@ -210,8 +186,6 @@ def _cordon(runtime: RuntimeDep, uuid: str, cordon: bool) -> CordonOut:
         raise HTTPException(status.HTTP_404_NOT_FOUND, str(exc)) from None
     except (admin_actions.ConflictError, store.StoreConflict, AllocationError) as exc:
         raise HTTPException(status.HTTP_409_CONFLICT, str(exc)) from None
-    except store.StoreError as exc:
-        raise _store_down(exc) from None
     return CordonOut(node=state.node, device=state.device, cordoned=state.cordoned)
 
 

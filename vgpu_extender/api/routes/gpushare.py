@@ -10,10 +10,9 @@ itself crashes.
 
 from typing import Annotated
 
-from fastapi import APIRouter, HTTPException, Path, status
+from fastapi import APIRouter, Path, status
 from fastapi.responses import JSONResponse
 
-from vgpu_extender import store
 from vgpu_extender.api.schemas import ErrorOut, GpushareInspectOut, GpushareNodeOut
 from vgpu_extender.api.security import ReaderDep
 from vgpu_extender.api.verbs import RuntimeDep
@@ -23,12 +22,8 @@ router = APIRouter(prefix="/gpushare-scheduler", tags=["gpushare"], dependencies
 
 
 def _inspect(runtime: RuntimeDep, node: str | None) -> JSONResponse:
-    try:
-        reports, _pods = admin.live_reports(runtime.cluster, runtime.sessions, node)
-    except store.StoreError as exc:
-        raise HTTPException(
-            status.HTTP_503_SERVICE_UNAVAILABLE, f"store unavailable: {exc}"
-        ) from None
+    # A store error reaches the app's store error handler (``api/store_errors.py``).
+    reports, _pods = admin.live_reports(runtime.cluster, runtime.sessions, node)
     if node is not None and not reports:
         body = GpushareInspectOut(nodes=[], error=f"node {node!r} is not registered")
         return JSONResponse(body.model_dump(), status_code=status.HTTP_404_NOT_FOUND)
