@@ -140,9 +140,13 @@ async def _run(options: argparse.Namespace) -> dict[str, object]:
     asyncio.get_running_loop().add_signal_handler(signal.SIGTERM, stop.set)
     with contextlib.suppress(TimeoutError):
         await asyncio.wait_for(stop.wait(), options.duration)
-    for task in tasks:
-        task.cancel()
-    await asyncio.gather(*tasks, return_exceptions=True)
+    # Cancelled until done: Python 3.11's ``wait_for`` drops a cancellation that comes
+    # as the awaited receive completes, and that client would go on reconnecting.
+    pending = set(tasks)
+    while pending:
+        for task in pending:
+            task.cancel()
+        _, pending = await asyncio.wait(pending, timeout=0.5)
     return {
         kind: {
             "closed": s.closed,
