@@ -127,6 +127,8 @@ def test_a_node_deleted_with_no_pod_is_forgotten_at_once(
     extender: StartExtender, cluster: FakeApiServer, real_kube: RealKubeClient
 ) -> None:
     running = extender(kube=real_kube)
+    # Known before the delete, so the 404 below is the delete's doing.
+    assert running.client.get(f"/api/v1/nodes/{NODE}").status_code == 200
     cluster.cluster.delete("nodes", "", NODE)
     eventually(
         lambda: running.client.get(f"/api/v1/nodes/{NODE}").status_code == 404,
