@@ -4,9 +4,11 @@ a later write supersedes it, and a node the store will never take reported."""
 
 from __future__ import annotations
 
+import dataclasses
 from collections.abc import Iterator
 from datetime import UTC, datetime
 from pathlib import Path
+from typing import Any
 
 import pytest
 import sqlalchemy
@@ -167,3 +169,106 @@ def test_stop_writes_what_is_pending(url: str, sessions: sessionmaker[Session]) 
         lock.close()
     writer.stop()
     assert list(_stored(sessions)) == ["gpu-1"]
+
+
+class FailingCommits:
+    """Every commit of ``sessions`` fails as a connection lost at commit does, with the
+    driver's raw error, until ``stop``; ``count`` says how many failed."""
+
+    def __init__(self, sessions: sessionmaker[Session]) -> None:
+        self.count = 0
+        self.on = True
+        sqlalchemy.event.listen(sessions, "before_commit", self._fail)
+
+    def _fail(self, session: Session) -> None:
+        if self.on:
+            self.count += 1
+            raise sqlalchemy.exc.OperationalError(
+                "COMMIT", {}, Exception("server closed the connection unexpectedly")
+            )
+
+    def stop(self) -> None:
+        self.on = False
+
+
+def test_flush_whose_commit_fails_raises_a_store_error_and_keeps_the_node_pending(
+    sessions: sessionmaker[Session],
+) -> None:
+    writer = _writer(sessions)
+    commits = FailingCommits(sessions)
+    with writer._writing:  # the thread writes nothing meanwhile
+        writer.submit([_node("gpu-1")])
+    try:
+        with pytest.raises(store.StoreError, match="server closed the connection") as raised:
+            writer.flush("gpu-1")
+        assert isinstance(raised.value.__cause__, sqlalchemy.exc.OperationalError)
+        assert commits.count
+        assert writer.pending() == 1
+    finally:
+        commits.stop()
+    writer.flush("gpu-1")
+    assert list(_stored(sessions)) == ["gpu-1"]
+    writer.stop()
+
+
+def test_a_batch_whose_commit_fails_is_pending_again(sessions: sessionmaker[Session]) -> None:
+    writer = _writer(sessions)
+    commits = FailingCommits(sessions)
+    try:
+        writer.submit([_node("gpu-1"), _node("gpu-2")])
+        assert writer.drain(0.5) is False
+        assert commits.count
+        with writer._writing:  # not between taking the batch and putting it back
+            assert writer.pending() == 2
+    finally:
+        commits.stop()
+    assert writer.drain()
+    assert sorted(_stored(sessions)) == ["gpu-1", "gpu-2"]
+    writer.stop()
+
+
+def test_a_batch_with_a_node_of_a_long_problem_is_written_with_the_problem_cut(
+    sessions: sessionmaker[Session],
+) -> None:
+    refusals = Refusals()
+    writer = _writer(sessions, refusals)
+    long = dataclasses.replace(_node("gpu-2"), problem="x" * 5000)
+    writer.submit([_node("gpu-1"), long, _node("gpu-3")])
+    assert writer.drain()
+    stored = _stored(sessions)
+    assert sorted(stored) == ["gpu-1", "gpu-2", "gpu-3"]
+    assert stored["gpu-2"].problem.startswith("xxx")
+    assert len(stored["gpu-2"].problem) <= 1024
+    assert refusals.seen == []
+    writer.stop()
+
+
+def test_one_node_the_database_refuses_holds_up_no_other_in_its_batch(
+    sessions: sessionmaker[Session], monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """A refusal that is neither bad input nor a conflict (the database's own answer):
+    the batch is written a node at a time, and only the refused node waits to be
+    tried again."""
+    from vgpu_extender.services import node_writer
+
+    real = node_writer.insert_new_nodes
+    refusing = {"on": True}
+
+    def insert(session: Session, **kwargs: Any) -> list[NodeInventory]:
+        if refusing["on"] and any(i.name == "bad" for i in kwargs["inventories"]):
+            raise store.StoreError("value too long for type", operation="insert new nodes")
+        return real(session, **kwargs)
+
+    monkeypatch.setattr(node_writer, "insert_new_nodes", insert)
+    refusals = Refusals()
+    writer = _writer(sessions, refusals)
+    good = [_node(f"gpu-{i:03d}") for i in range(249)]
+    writer.submit([*good[:100], _node("bad"), *good[100:]])
+    assert writer.drain(1.0) is False
+    assert sorted(_stored(sessions)) == [n.name for n in good]
+    assert writer.pending() == 1
+    assert refusals.seen == []
+    refusing["on"] = False
+    assert writer.drain()
+    assert "bad" in _stored(sessions)
+    writer.stop()

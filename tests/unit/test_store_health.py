@@ -4,6 +4,7 @@ the throttled log: each rule alone, with clocks and engines the test controls.""
 from __future__ import annotations
 
 import logging
+import sqlite3
 from pathlib import Path
 
 import pytest
@@ -17,6 +18,8 @@ from vgpu_extender.store.errors import (
     StoreError,
     StoreUnavailable,
     classify,
+    is_busy,
+    is_unavailable,
     name_operation,
 )
 
@@ -50,6 +53,64 @@ def test_other_driver_errors_stay_store_errors() -> None:
     classified = classify(error, "upsert node")
     assert type(classified) is StoreError
     assert str(classified) == "store upsert node: (builtins.Exception) duplicate key"
+
+
+class _PgError(Exception):
+    """A psycopg error: what the server answered, with its SQLSTATE."""
+
+    def __init__(self, message: str, sqlstate: str) -> None:
+        super().__init__(message)
+        self.sqlstate = sqlstate
+
+
+@pytest.mark.parametrize(
+    ("sqlstate", "message"),
+    [
+        ("40P01", "deadlock detected"),
+        ("40001", "could not serialize access due to concurrent update"),
+        ("57014", "canceling statement due to statement timeout"),
+    ],
+)
+def test_a_busy_postgresql_server_is_a_store_error_not_unavailable(
+    sqlstate: str, message: str
+) -> None:
+    error = sa_exc.OperationalError("UPDATE devices", {}, _PgError(message, sqlstate))
+    classified = classify(error, "reserve")
+    assert type(classified) is StoreError, sqlstate
+    assert not is_unavailable(error)
+    assert is_busy(error)
+    assert str(classified).startswith("store reserve: "), str(classified)
+    assert message in str(classified)
+
+
+def test_sqlite_locked_is_a_store_error_not_unavailable() -> None:
+    error = sa_exc.OperationalError("INSERT", {}, sqlite3.OperationalError("database is locked"))
+    classified = classify(error, "insert new nodes")
+    assert type(classified) is StoreError
+    assert not is_unavailable(error)
+    assert is_busy(error)
+    assert "database is locked" in str(classified)
+
+
+def test_a_store_error_raised_from_a_busy_server_stays_a_store_error() -> None:
+    try:
+        try:
+            raise sa_exc.OperationalError("COMMIT", {}, _PgError("deadlock detected", "40P01"))
+        except sa_exc.OperationalError as exc:
+            raise StoreError("deadlock detected", operation="reserve") from exc
+    except StoreError as exc:
+        classified = classify(exc)
+    assert type(classified) is StoreError
+    assert is_busy(classified)
+
+
+def test_an_unreachable_postgresql_server_is_still_unavailable() -> None:
+    # connection failure, admin shutdown, a lock not granted in time
+    for sqlstate in ("08006", "57P01", "55P03"):
+        error = sa_exc.OperationalError("SELECT 1", {}, _PgError("terminating", sqlstate))
+        assert isinstance(classify(error), StoreUnavailable), sqlstate
+        assert not is_busy(error)
+    assert not is_busy(_operational())
 
 
 def test_a_store_error_raised_from_an_unreachable_store_is_reclassified() -> None:

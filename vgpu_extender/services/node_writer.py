@@ -21,10 +21,12 @@ import time
 from collections.abc import Callable, Iterable, Sequence
 from datetime import datetime
 
+from sqlalchemy.exc import SQLAlchemyError
 from sqlalchemy.orm import Session, sessionmaker
 
 from vgpu_extender import store
 from vgpu_extender.domain import NodeInventory
+from vgpu_extender.store.errors import StoreUnavailable, classify, is_busy
 from vgpu_extender.store.node_batch import insert_new_nodes
 
 logger = logging.getLogger(__name__)
@@ -84,10 +86,12 @@ class NodeWriter:
                 return
             try:
                 self._write([inventory])
-            except store.StoreError:
+            except (store.StoreError, SQLAlchemyError) as exc:
                 with self._changed:
                     self._pending.setdefault(name, inventory)
-                raise
+                if isinstance(exc, store.StoreError):
+                    raise
+                raise classify(exc, "write node") from exc
 
     def cancel(self, names: Iterable[str]) -> None:
         """Forget pending writes of ``names`` (once any batch under way is written)."""
@@ -146,7 +150,7 @@ class NodeWriter:
                     batch = [self._pending.pop(name) for name in names]
                     self._in_flight = frozenset(names)
                 try:
-                    self._write_batch(batch)
+                    again = self._write_batch(batch)
                 except Exception as exc:  # the thread must outlive any failure
                     logger.warning(
                         "%d new nodes not written to the store yet (%s): %s",
@@ -161,27 +165,71 @@ class NodeWriter:
                         for inventory in batch:
                             self._pending.setdefault(inventory.name, inventory)
                     return False
+                else:
+                    if again:
+                        if final:
+                            return False
+                        with self._changed:
+                            for inventory in again:
+                                self._pending.setdefault(inventory.name, inventory)
+                        return False
                 finally:
                     with self._changed:
                         self._in_flight = frozenset()
 
-    def _write_batch(self, batch: Sequence[NodeInventory]) -> None:
-        """One transaction; when the store refuses one of its nodes (bad input, a UUID
-        another node holds), each node alone, the refused ones reported, not retried."""
+    def _write_batch(self, batch: Sequence[NodeInventory]) -> list[NodeInventory]:
+        """One transaction; when the store refuses it for any reason but being out of
+        reach (bad input, a UUID another node holds, a value the database rejects), each
+        node alone, so that one bad node holds up no other. A node refused for its input
+        or a conflict is reported, not retried. Returns the nodes refused otherwise (to
+        be tried again); a store out of reach or busy raises (the batch is tried again)."""
         try:
             self._write(batch)
-        except (store.StoreInputError, store.StoreConflict):
-            for inventory in batch:
-                try:
-                    self._write([inventory])
-                except (store.StoreInputError, store.StoreConflict) as exc:
-                    self._on_refused(inventory, exc)
+            return []
+        except StoreUnavailable:
+            raise
+        except (store.StoreInputError, store.StoreConflict) as exc:
+            if len(batch) == 1:
+                self._on_refused(batch[0], exc)
+                return []
+        except store.StoreError as exc:
+            if len(batch) == 1 or is_busy(exc):  # busy: each alone would wait as long
+                raise
+            logger.info("a batch of %d new nodes refused, each alone now: %s", len(batch), exc)
+        again: list[NodeInventory] = []
+        failure: store.StoreError | None = None
+        for inventory in batch:
+            try:
+                self._write([inventory])
+            except (store.StoreInputError, store.StoreConflict) as exc:
+                self._on_refused(inventory, exc)
+            except StoreUnavailable:
+                raise
+            except store.StoreError as exc:
+                if is_busy(exc):
+                    raise
+                failure = failure or exc
+                again.append(inventory)
+        if failure is not None and len(again) == len(batch):
+            raise failure
+        if failure is not None:
+            logger.warning(
+                "%d new nodes not written to the store yet (retrying in %g s): %s",
+                len(again),
+                self._retry_s,
+                failure,
+            )
+        return again
 
     def _write(self, batch: Sequence[NodeInventory]) -> None:
         """New nodes in bulk; one the store holds already (written meanwhile by another
-        path) goes through the ordinary upsert."""
+        path) goes through the ordinary upsert. Every failure, the commit's included,
+        leaves as a ``StoreError``."""
         now = self._clock()
-        with self._sessions.begin() as session:
-            held = insert_new_nodes(session, inventories=batch, source=SOURCE, now=now)
-            for inventory in held:
-                store.upsert_node(session, inventory=inventory, source=SOURCE, now=now)
+        try:
+            with self._sessions.begin() as session:
+                held = insert_new_nodes(session, inventories=batch, source=SOURCE, now=now)
+                for inventory in held:
+                    store.upsert_node(session, inventory=inventory, source=SOURCE, now=now)
+        except SQLAlchemyError as exc:
+            raise classify(exc, "write nodes") from exc

@@ -136,8 +136,8 @@ def name_operation(error: _E, operation: str) -> _E:
 
 # --------------------------------------------------------------------------- classifying
 #: Driver errors that say the server cannot be used now, rather than what it answered:
-#: PEP 249's OperationalError (connection refused or lost, server shutting down, a
-#: statement cancelled, SQLite's file locked or unopenable) and InterfaceError (the
+#: PEP 249's OperationalError (connection refused or lost, server shutting down,
+#: SQLite's file unopenable; not a busy server, see ``is_busy``) and InterfaceError (the
 #: connection object is broken), the pool's timeout, and a lost connection.
 _UNAVAILABLE = (
     sa_exc.OperationalError,
@@ -147,12 +147,52 @@ _UNAVAILABLE = (
 )
 
 
-def is_unavailable(error: BaseException) -> bool:
-    """Whether ``error``, or an error it was raised from, says the store cannot be
-    reached (see ``_UNAVAILABLE``), rather than that it refused the request."""
+#: PostgreSQL SQLSTATEs of a server that is reachable but busy: the transaction lost a
+#: deadlock or a serialization race (class 40), a statement ran past its timeout
+#: (57014). Trying again later may well succeed; the store is not out of reach. A lock
+#: not granted in time (55P03) stays unavailable: a node lock held that long is what a
+#: lost holder looks like, and callers answer it with 503.
+_BUSY_SQLSTATE_CLASSES = ("40",)
+_BUSY_SQLSTATES = frozenset({"57014"})
+#: SQLite's word for another connection holding the write lock past the busy timeout.
+_SQLITE_BUSY = "database is locked"
+
+
+def _is_busy_driver_error(error: BaseException) -> bool:
+    if not isinstance(error, sa_exc.DBAPIError) or error.connection_invalidated:
+        return False
+    orig = error.orig
+    sqlstate = getattr(orig, "sqlstate", None) or getattr(orig, "pgcode", None)
+    if isinstance(sqlstate, str):
+        return sqlstate in _BUSY_SQLSTATES or sqlstate.startswith(_BUSY_SQLSTATE_CLASSES)
+    return _SQLITE_BUSY in str(orig).lower()
+
+
+def is_busy(error: BaseException) -> bool:
+    """Whether ``error``, or an error it was raised from, says the store is reachable
+    but busy (a deadlock, a serialization failure, a lock or statement timeout, SQLite's
+    file locked): the store refused this try, it is not out of reach."""
     seen: BaseException | None = error
     while seen is not None:
-        if isinstance(seen, (StoreUnavailable, *_UNAVAILABLE)):
+        if isinstance(seen, StoreUnavailable):
+            return False
+        if _is_busy_driver_error(seen):
+            return True
+        seen = seen.__cause__
+    return False
+
+
+def is_unavailable(error: BaseException) -> bool:
+    """Whether ``error``, or an error it was raised from, says the store cannot be
+    reached (see ``_UNAVAILABLE``), rather than that it refused the request or was busy
+    (``is_busy``)."""
+    seen: BaseException | None = error
+    while seen is not None:
+        if isinstance(seen, StoreUnavailable):
+            return True
+        if _is_busy_driver_error(seen):
+            return False
+        if isinstance(seen, _UNAVAILABLE):
             return True
         if isinstance(seen, sa_exc.DBAPIError) and seen.connection_invalidated:
             return True

@@ -17,6 +17,7 @@ from sqlalchemy.orm import Session
 from vgpu_extender.domain import NodeInventory
 from vgpu_extender.store.database import begin_immediate
 from vgpu_extender.store.errors import StoreConflict, store_operation
+from vgpu_extender.store.limits import clip_problem
 from vgpu_extender.store.models import Base, DeviceModel, NodeModel
 from vgpu_extender.store.nodes import _validate
 
@@ -78,7 +79,7 @@ def insert_new_nodes(
                 "labels": dict(inventory.labels),
                 "cordoned": sorted(inventory.cordoned),
                 "source": source,
-                "problem": inventory.problem or None,
+                "problem": clip_problem(inventory.problem) or None,
                 "updated_at": stamp,
             }
             for inventory in fresh
