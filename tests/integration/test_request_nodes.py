@@ -220,7 +220,9 @@ def _postgres_writer_paused(running: RunningExtender) -> Iterator[Callable[[], i
         engine.dispose()
 
 
-@pytest.mark.parametrize("backend", ["sqlite", "postgresql"])
+@pytest.mark.parametrize(
+    "backend", ["sqlite", pytest.param("postgresql", marks=pytest.mark.postgres)]
+)
 def test_the_first_request_with_5000_new_nodes_writes_no_store_row_inside_it(
     extender: StartExtender, backend: str, request: pytest.FixtureRequest
 ) -> None:

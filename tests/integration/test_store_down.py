@@ -31,7 +31,11 @@ from tests.support.server import (
     pod_json,
 )
 from tests.support.waiting import eventually, until_bound
+from vgpu_extender.api import store_errors
 from vgpu_extender.kube.real import RealKubeClient
+from vgpu_extender.log_throttle import ThrottledLog
+from vgpu_extender.services import sync
+from vgpu_extender.services.store_health import StoreHealth
 
 pytestmark = pytest.mark.postgres
 
@@ -81,6 +85,26 @@ class Outage:
     def end(self) -> None:
         with self.admin.connect() as connection:
             connection.execute(text(f'ALTER DATABASE "{self.database}" ALLOW_CONNECTIONS true'))
+
+
+#: The throttles' interval in these tests: longer than any outage phase, so that the
+#: counts of log lines asserted hold however slowly the machine runs.
+LONG_INTERVAL_S = 3600.0
+
+
+@pytest.fixture(autouse=True)
+def long_throttle_interval(monkeypatch: pytest.MonkeyPatch) -> None:
+    """Every throttled log of the extender at ``LONG_INTERVAL_S``: the ones made while
+    the test runs (their defaults) and the module-level ones (new, so no line an earlier
+    test wrote holds back the first one here)."""
+    monkeypatch.setitem(ThrottledLog.__init__.__kwdefaults__, "interval_s", LONG_INTERVAL_S)
+    monkeypatch.setitem(StoreHealth.__init__.__kwdefaults__, "log_interval_s", LONG_INTERVAL_S)
+    monkeypatch.setattr(
+        sync, "_unavailable_log", ThrottledLog(sync.logger, interval_s=LONG_INTERVAL_S)
+    )
+    monkeypatch.setattr(
+        store_errors, "_FALLBACK", ThrottledLog(store_errors.logger, interval_s=LONG_INTERVAL_S)
+    )
 
 
 @pytest.fixture
