@@ -11,6 +11,7 @@ background, so a first request with thousands of them does not write inside it.
 from __future__ import annotations
 
 import json
+import logging
 import threading
 from collections.abc import Callable, Iterator
 from contextlib import contextmanager
@@ -155,6 +156,47 @@ def test_a_refused_request_registers_nothing(extender: StartExtender, verb: str)
     # The same node with a good pod is registered: it was the pod that was refused.
     _filter(running, POD, [_node("gpu-1")])
     assert _indexed(running, "gpu-1") is not None
+
+
+def test_a_node_the_store_refuses_is_not_admitted_again_until_it_changes(
+    extender: StartExtender, caplog: pytest.LogCaptureFixture
+) -> None:
+    """A device type past its column's length: the store refuses the node, so it leaves
+    the index again; the same Node object in the next requests is not admitted (and
+    refused) again, a changed one is."""
+    running = extender()
+    bad = _node("gpu-bad", model="T" * 300)
+    caplog.set_level(logging.WARNING, logger="vgpu_extender.services.inventory")
+
+    def refusals() -> int:
+        return sum(
+            "gpu-bad from a request refused by the store" in r.getMessage() for r in caplog.records
+        )
+
+    for _ in range(3):
+        _filter(running, POD, [_node("gpu-1"), bad])
+        _settled(running)
+        assert _indexed(running, "gpu-bad") is None
+    assert refusals() == 1
+    assert sorted(_stored(running)) == ["gpu-1"]
+
+    bad["metadata"]["resourceVersion"] = "2"
+    _filter(running, POD, [bad])
+    _settled(running)
+    assert _indexed(running, "gpu-bad") is None
+    assert refusals() == 2
+
+
+def test_the_names_of_unusable_nodes_kept_are_capped(
+    extender: StartExtender, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    from vgpu_extender.services import inventory
+
+    monkeypatch.setattr(inventory, "UNUSABLE_KEPT", 5)
+    running = extender()
+    _filter(running, POD, [_emptied(f"empty-{i}") for i in range(20)])
+    unusable = running.runtime.inventory._unusable
+    assert list(unusable) == [f"empty-{i}" for i in range(15, 20)]
 
 
 # ------------------------------------------------------------------ with a cluster

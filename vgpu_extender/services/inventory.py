@@ -20,6 +20,7 @@ import dataclasses
 import gc
 import json
 import logging
+import threading
 from collections.abc import Callable, Iterable, Iterator, Mapping, Sequence
 from contextlib import contextmanager
 from dataclasses import dataclass, field
@@ -38,6 +39,9 @@ from vgpu_extender.services.node_writer import NodeWriter
 from vgpu_extender.vendors import Vendor
 
 logger = logging.getLogger(__name__)
+
+#: The most names of unusable (or just admitted) Node objects remembered from requests.
+UNUSABLE_KEPT = 10_000
 
 
 @dataclass(frozen=True, slots=True)
@@ -208,8 +212,15 @@ class InventoryService:
         #: Node object; an unchanged resourceVersion skips even the signature.
         self._seen: dict[str, tuple[str, tuple[Any, ...]]] = {}
         #: Node name -> resourceVersion of a request's Node object that offered no usable
-        #: inventory, so the same version is not read again.
+        #: inventory (none, an unreadable one, one the store refused), so the same
+        #: version is not read again; the oldest go past ``UNUSABLE_KEPT``.
         self._unusable: dict[str, str] = {}
+        #: Node name -> resourceVersion of a node registered from a request whose write
+        #: the store has not refused (so that a refusal can mark that version unusable).
+        self._admitted: dict[str, str] = {}
+        #: Guards the changes of ``_unusable`` and ``_admitted`` (the writer's thread
+        #: reports refusals).
+        self._marks = threading.Lock()
         self._writer = NodeWriter(sessions=sessions, clock=clock, on_refused=self._refused)
 
     def register(self, inventories: Sequence[NodeInventory], *, source: str) -> None:
@@ -319,6 +330,7 @@ class InventoryService:
             return 0
         vendor = self._cluster.vendor
         fresh: list[NodeInventory] = []
+        versions: dict[str, str] = {}
         with collector_paused():
             for item in unknown:
                 view = item.load() if isinstance(item, NodeRef) else item
@@ -326,9 +338,10 @@ class InventoryService:
                     view, vendor, previous=None, split_count=self._split_count
                 )
                 if inventory is None or inventory.problem or not inventory.devices:
-                    self._unusable[view.name] = view.resource_version
+                    self._mark(self._unusable, view.name, view.resource_version)
                     continue
                 fresh.append(inventory)
+                versions[inventory.name] = view.resource_version
         added: list[NodeInventory] = []
         with self._cluster.lock:
             # Another request may have got there first; the same name twice, the first.
@@ -349,8 +362,12 @@ class InventoryService:
                         )
                         continue
                     added.append(inventory)
+            with self._marks:
+                for inventory in added:
+                    self._unusable.pop(inventory.name, None)
             for inventory in added:
-                self._unusable.pop(inventory.name, None)
+                if versions.get(inventory.name):
+                    self._mark(self._admitted, inventory.name, versions[inventory.name])
         if added:
             self._writer.submit(added)
             logger.info("%d nodes registered from a request's Node objects", len(added))
@@ -377,6 +394,21 @@ class InventoryService:
             index = self._cluster.index
             if inventory.name in index and index.inventory(inventory.name) == inventory:
                 index.remove_node(inventory.name)
+        # The same Node object is not admitted again (to be refused again) until it
+        # changes.
+        with self._marks:
+            version = self._admitted.pop(inventory.name, None)
+        if version:
+            self._mark(self._unusable, inventory.name, version)
+
+    def _mark(self, marks: dict[str, str], name: str, version: str) -> None:
+        """Record ``name`` at ``version`` in ``marks``, the newest; past
+        ``UNUSABLE_KEPT`` names the oldest go (requests may carry any names)."""
+        with self._marks:
+            marks.pop(name, None)
+            marks[name] = version
+            while len(marks) > UNUSABLE_KEPT:
+                del marks[next(iter(marks))]
 
     def forget(self, name: str) -> None:
         """Make the next Node object of ``name`` apply even if unchanged."""
