@@ -7,9 +7,12 @@ For a pod that asks for a managed resource (in any container, init containers to
   so no share of the pod holds and other tenants' GPUs are open to it. Nothing skips
   this check, ``hami.io/webhook: ignore`` included;
 - deny what could never run as asked: ``spec.nodeName`` already set (the pod skips
-  the scheduler, so no GPU share would ever be recorded), and any request the
+  the scheduler, so no GPU share would ever be recorded), any request the
   extender cannot read (a percentage or cores over 100, a count of 0 with memory, a
-  malformed quantity or policy annotation), with the reason in the message;
+  malformed quantity or policy annotation), and a container no node of the inventory
+  could hold even empty (more devices than any node has, more memory or cores than
+  any device has; a percentage of memory always fits), naming the largest there is.
+  With no device known yet (no node registered), nothing is refused for size;
 - set ``schedulerName`` to ours, unless the pod names some other scheduler;
 - apply HAMi's defaults, so HAMi's device plugin and HAMi-core see what HAMi's own
   webhook would have written: a container that gives memory or cores but no count
@@ -29,6 +32,8 @@ from dataclasses import dataclass, field
 from typing import Any
 
 from vgpu_extender.domain import ContainerRequest, RequestError
+from vgpu_extender.domain.text import without_format_verbs
+from vgpu_extender.services.largest import Largest
 from vgpu_extender.vendors import Vendor
 
 IGNORE_KEY = "hami.io/webhook"
@@ -89,8 +94,10 @@ def decide(
     scheduler_name: str,
     operation: str = "CREATE",
     names: ResourceNames | None = None,
+    largest: Largest | None = None,
 ) -> Decision:
-    """Allow, deny or mutate one pod."""
+    """Allow, deny or mutate one pod; ``largest`` is what the inventory's biggest node
+    and devices hold (None: unknown, no refusal for size)."""
     if operation != "CREATE":
         return Decision(True, f"operation {operation}: nothing to do")
     if not isinstance(pod, Mapping):
@@ -121,6 +128,11 @@ def decide(
         request = vendor.parse_pod(pod)
     except RequestError as exc:
         return Decision(False, f"the pod can never be scheduled: {exc}")
+    if largest is not None:
+        for parsed in request.containers:
+            too_big = _too_big(parsed, largest, names)
+            if too_big:
+                return Decision(False, f"the pod can never be scheduled: {too_big}")
     patch: list[dict[str, Any]] = []
     if current != scheduler_name:
         patch.append({"op": "add", "path": "/spec/schedulerName", "value": scheduler_name})
@@ -159,6 +171,32 @@ def _privileged(spec: Mapping[str, Any]) -> Decision | None:
                 "securityContext.privileged (hami.io/webhook: ignore does not skip this)",
             )
     return None
+
+
+def _too_big(container: ContainerRequest, largest: Largest, names: ResourceNames) -> str:
+    """Why no node could hold ``container`` even empty ("" when one could).
+
+    The text has no ``%`` (node names and device types come from the nodes)."""
+    if not container.wants_devices:
+        return ""
+    devices, memory, cores = largest.devices, largest.memory_mib, largest.cores
+    problem = ""
+    if container.count > devices.value:
+        problem = (
+            f"{names.count or 'device count'}: {container.count} exceeds the most devices "
+            f"any node has ({devices.value}, node {devices.node})"
+        )
+    elif container.memory_mib > memory.value:
+        problem = (
+            f"{names.memory or 'device memory'}: {container.memory_mib} exceeds the largest "
+            f"device ({memory.value} MiB, {memory.type} on node {memory.node})"
+        )
+    elif container.cores > cores.value:
+        problem = (
+            f"{names.cores or 'device cores'}: {container.cores} exceeds the most cores of "
+            f"any device ({cores.value}, {cores.type} on node {cores.node})"
+        )
+    return without_format_verbs(f"container {container.name!r}: {problem}") if problem else ""
 
 
 def _containers(

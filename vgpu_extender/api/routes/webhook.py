@@ -23,6 +23,7 @@ from starlette.exceptions import HTTPException
 from vgpu_extender.api.schemas import AdmissionReviewIn, AdmissionReviewOut
 from vgpu_extender.api.verbs import RuntimeDep
 from vgpu_extender.services import admission
+from vgpu_extender.services.largest import largest
 
 DEFAULT_API_VERSION = "admission.k8s.io/v1"
 _API_VERSIONS = ("admission.k8s.io/v1", "admission.k8s.io/v1beta1")
@@ -106,13 +107,16 @@ router = APIRouter(tags=["webhook"], route_class=AdmissionRoute)
     },
 )
 def webhook(review: AdmissionReviewIn, runtime: RuntimeDep) -> dict[str, Any]:
-    """Set schedulerName and HAMi's defaults on GPU pods; deny what can never run or
-    would see every GPU of its node (a privileged container in a GPU pod)."""
+    """Set schedulerName and HAMi's defaults on GPU pods; deny what can never run (a
+    request no node could hold, even empty) or would see every GPU of its node (a
+    privileged container in a GPU pod)."""
     request = review.request
+    cluster = runtime.cluster
     decision = admission.decide(
         request.object,
-        vendor=runtime.cluster.vendor,
+        vendor=cluster.vendor,
         scheduler_name=runtime.settings.scheduler_name,
         operation=request.operation,
+        largest=largest(cluster),
     )
     return admission.response(request.uid, decision, api_version=review.apiVersion)
