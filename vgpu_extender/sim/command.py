@@ -32,7 +32,7 @@ from vgpu_extender.sim.replay import (
     load_workload,
     replay,
 )
-from vgpu_extender.sim.report import PolicyRun, Report, plot, print_report
+from vgpu_extender.sim.report import PLOT_NEEDS, PolicyRun, Report, can_plot, plot, print_report
 from vgpu_extender.sim.trace import TraceError
 
 RANKS_FILE = "node_tiebreak_ranks.csv.gz"
@@ -119,6 +119,10 @@ def simulate(
 ) -> None:
     """Replay the trace: GPU allocation at 80..130 % arrived, beside the paper's numbers."""
     console = Console(width=None if sys.stdout.isatty() else 160)
+    if plot_path is not None and not can_plot():
+        # Before the replay: finding out after minutes of it would waste them.
+        console.print(PLOT_NEEDS, markup=False, highlight=False)
+        raise typer.Exit(2)
     names = _policies(policy)
     shapes = _typical(typical)
     try:

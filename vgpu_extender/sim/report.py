@@ -6,6 +6,7 @@ sd), at the arrived percentages the paper reports.
 
 from __future__ import annotations
 
+import importlib.util
 import json
 from collections.abc import Sequence
 from dataclasses import dataclass
@@ -114,6 +115,18 @@ def _paper_policies_of(runs: Sequence[PolicyRun], paper: PaperNumbers) -> list[s
 
 def print_report(report: Report, console: Console) -> None:
     console.print(table(report))
+
+
+#: What ``--plot`` says when matplotlib is missing (it is an extra, not a dependency).
+PLOT_NEEDS = "--plot needs matplotlib: pip install 'vgpu-extender[plot]'"
+
+
+def can_plot() -> bool:
+    """Whether matplotlib can be imported (found, not imported: that takes a second)."""
+    try:
+        return importlib.util.find_spec("matplotlib") is not None
+    except (ImportError, ValueError):
+        return False
 
 
 def plot(report: Report, path: Path) -> None:
