@@ -63,6 +63,9 @@ import msgspec
 import sqlalchemy
 from prometheus_client.parser import text_string_to_metric_families
 
+if __package__ in (None, ""):  # ``python benchmarks/X.py``: import from the repository root
+    sys.path[0] = str(Path(__file__).resolve().parents[1])
+
 from benchmarks.common import (
     argument_parser,
     cpu_gauge_ms,

@@ -29,9 +29,14 @@ from __future__ import annotations
 
 import json
 import random
+import sys
 from collections.abc import Sequence
 from dataclasses import dataclass
+from pathlib import Path
 from typing import Any
+
+if __package__ in (None, ""):  # ``python benchmarks/X.py``: import from the repository root
+    sys.path[0] = str(Path(__file__).resolve().parents[1])
 
 from benchmarks.common import measure, median, parse_args, percentile, print_table, write_json
 from vgpu_extender.domain import (

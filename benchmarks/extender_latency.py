@@ -48,6 +48,9 @@ from typing import Any
 
 import msgspec
 
+if __package__ in (None, ""):  # ``python benchmarks/X.py``: import from the repository root
+    sys.path[0] = str(Path(__file__).resolve().parents[1])
+
 from benchmarks.common import (
     cpu_gauge_ms,
     measure,
@@ -238,7 +241,7 @@ def run(sizes: Sequence[int], *, quick: bool) -> list[dict[str, Any]]:
                     in_process[mode] = server_side(running.runtime, body, repeat=repeat)
                 spec = {"port": port, "cases": [[p, f, r] for _m, p, f, r in cases]}
                 done = subprocess.run(
-                    [sys.executable, "-m", "benchmarks.extender_latency", "--client"],
+                    [sys.executable, __file__, "--client"],
                     input=json.dumps(spec).encode(),
                     capture_output=True,
                     check=True,
@@ -341,7 +344,7 @@ def first_request(nodes: int, *, backends: Sequence[str], samples: int) -> list[
                     # Sent by the client process, as kube-scheduler would: once, no warm-up.
                     spec = {"port": running.port, "cases": [["/filter", str(body_file), 1, 0]]}
                     done = subprocess.run(
-                        [sys.executable, "-m", "benchmarks.extender_latency", "--client"],
+                        [sys.executable, __file__, "--client"],
                         input=json.dumps(spec).encode(),
                         capture_output=True,
                         check=True,

@@ -27,6 +27,9 @@ from pathlib import Path
 from tempfile import TemporaryDirectory
 from typing import Any
 
+if __package__ in (None, ""):  # ``python benchmarks/X.py``: import from the repository root
+    sys.path[0] = str(Path(__file__).resolve().parents[1])
+
 from benchmarks.common import parse_args, print_table, write_json
 
 GPUS = 8
@@ -181,7 +184,7 @@ def run(nodes: int) -> list[dict[str, Any]]:
         populate_store(url, nodes)
         for case in ("imports", "engine", "runtime"):
             out = subprocess.run(
-                [sys.executable, "-m", "benchmarks.memory", "--child", case, str(nodes), url],
+                [sys.executable, __file__, "--child", case, str(nodes), url],
                 check=True,
                 capture_output=True,
                 text=True,
