@@ -4,12 +4,15 @@ Threads: one follows the backend's health events, one rescans and writes the nod
 annotation, and the caller's thread serves kubelet: it starts the gRPC server,
 registers, and watches for a kubelet restart (new ``kubelet.sock``) or the loss of
 our socket, after which it serves and registers again. ``stop`` ends everything.
+A small HTTP server (``status_server``) exports the metrics and answers kubelet's
+liveness and readiness probes from what these threads last did.
 """
 
 from __future__ import annotations
 
 import logging
 import threading
+import time
 from dataclasses import dataclass
 
 from device_plugins.allocate import PodAllocator
@@ -18,10 +21,12 @@ from device_plugins.discovery.base import DiscoveryBackend
 from device_plugins.hami_core import HamiCoreConfig
 from device_plugins.inventory import Splitting
 from device_plugins.kube import KubeGateway
+from device_plugins.metrics import AgentMetrics, AgentView
 from device_plugins.registration import KubeletWatch, RegistrationError, register
 from device_plugins.reporter import NodeReporter, run_inventory_loop
 from device_plugins.server import DevicePluginService, PluginServer, ServerError
 from device_plugins.settings import DevicePluginSettings
+from device_plugins.status_server import StatusServer
 from vgpu_extender.vendors.nvidia.config import NvidiaConfig
 
 log = logging.getLogger(__name__)
@@ -43,6 +48,10 @@ def hami_config_from(settings: DevicePluginSettings) -> HamiCoreConfig:
         disable_core_limit=settings.disable_core_limit,
         libcuda_log_level=settings.libcuda_log_level,
     )
+
+
+class AgentStartError(RuntimeError):
+    """The agent cannot start; the message names the setting to change."""
 
 
 @dataclass
@@ -73,6 +82,11 @@ class DevicePluginAgent:
         self.status = AgentStatus()
         self.registered = threading.Event()
         self.stop_event = threading.Event()
+        self.metrics = AgentMetrics()
+        self.status_server: StatusServer | None = None
+        # Liveness: the kubelet loop's last round, and the inventory thread.
+        self._loop_tick = time.monotonic()
+        self._inventory_thread: threading.Thread | None = None
         self.allocator = PodAllocator(
             gateway,
             node=settings.node_name,
@@ -90,6 +104,37 @@ class DevicePluginAgent:
             if gateway is not None
             else None
         )
+        self.metrics.watch(
+            AgentView(
+                devices=lambda: self.state.snapshot().devices,
+                registered=self.registered.is_set,
+                last_report=lambda: self.reporter.last_success if self.reporter else None,
+            )
+        )
+
+    def live(self) -> str | None:
+        """None while the agent's loops run; the liveness probe's reason otherwise."""
+        stalled = time.monotonic() - self._loop_tick
+        if stalled > self.settings.live_stall_s:
+            return f"the kubelet loop has not run for {stalled:.0f} s"
+        thread = self._inventory_thread
+        if thread is not None and not thread.is_alive() and not self.stop_event.is_set():
+            return "the inventory loop stopped"
+        return None
+
+    def ready(self) -> str | None:
+        """None once registered with kubelet and the node annotation is recent."""
+        if not self.registered.is_set():
+            return "not registered with kubelet"
+        if self.reporter is None:
+            return None
+        last = self.reporter.last_success
+        if last is None:
+            return "the node annotation has not been written yet"
+        age = time.monotonic() - last
+        if age > self.settings.ready_report_max_age_s:
+            return f"the node annotation was last confirmed {age:.0f} s ago"
+        return None
 
     def stop(self) -> None:
         """Ask every loop to end; ``run`` returns once they have."""
@@ -102,14 +147,48 @@ class DevicePluginAgent:
             split_count=self.settings.split_count,
             allocator=self.allocator,
             stopping=stopping,
+            on_allocate=self.metrics.observe_allocate,
         )
 
     def run(self) -> None:
-        """Discover, then serve kubelet until stopped. Raises ``DiscoveryError`` at start."""
-        self.state.replace(self.backend.discover())
+        """Discover, then serve kubelet until stopped.
+
+        Raises ``AgentStartError`` when the metrics address cannot be served and
+        ``DiscoveryError`` when discovery fails at start.
+        """
+        self._loop_tick = time.monotonic()
+        self._start_status_server()
+        try:
+            self.state.replace(self.backend.discover())
+            self._run_loops()
+        finally:
+            if self.status_server is not None:
+                self.status_server.stop()
+
+    def _start_status_server(self) -> None:
+        bind = self.settings.metrics_bind
+        if bind is None:
+            return
+        server = StatusServer(
+            bind, metrics=self.metrics.exposition, live=self.live, ready=self.ready
+        )
+        try:
+            server.start()
+        except OSError as exc:
+            raise AgentStartError(
+                f"cannot serve metrics on {self.settings.metrics_address!r} "
+                f"(VGPU_DP_METRICS_ADDRESS / --metrics-address): {exc.strerror or exc}; "
+                "choose a free host:port, or 'off'"
+            ) from exc
+        self.status_server = server
+
+    def _run_loops(self) -> None:
+        self._inventory_thread = threading.Thread(
+            target=self._inventory, name="inventory", daemon=True
+        )
         threads = [
             threading.Thread(target=self._health, name="health", daemon=True),
-            threading.Thread(target=self._inventory, name="inventory", daemon=True),
+            self._inventory_thread,
         ]
         for thread in threads:
             thread.start()
@@ -175,6 +254,7 @@ class DevicePluginAgent:
         server: PluginServer | None = None
         try:
             while not self.stop_event.is_set():
+                self._loop_tick = time.monotonic()
                 if server is None:
                     server = self._start_and_register(watch)
                     self.status.serving = server is not None

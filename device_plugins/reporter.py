@@ -2,7 +2,10 @@
 
 The agent rescans every ``rescan_interval_s`` (30 s, as HAMi) and writes the
 annotation only when its value changed; health changes are written at once, since
-the state wakes the reporter. After a failed write it retries sooner.
+the state wakes the reporter. After a failed write it retries sooner. Each
+successful rescan also confirms the annotation (a no-op when nothing changed), so
+``last_success`` ages only while discovery or the API server fails: the
+``registration_age_seconds`` metric and the readiness probe read it.
 """
 
 from __future__ import annotations
@@ -30,8 +33,12 @@ class NodeReporter:
         node: str,
         annotation: str,
         splitting: Splitting,
+        clock: Callable[[], float] = time.monotonic,
     ) -> None:
         self._gateway = gateway
+        self._clock = clock
+        #: ``clock()`` when the annotation was last written or found current.
+        self.last_success: float | None = None
         self._node = node
         self._annotation = annotation
         self._splitting = splitting
@@ -40,7 +47,16 @@ class NodeReporter:
 
     def report(self, snapshot: Snapshot) -> bool:
         """Write the annotation for this snapshot if it differs; True when patched."""
-        value = register_annotation(snapshot.devices, self._splitting)
+        patched = self._write(register_annotation(snapshot.devices, self._splitting))
+        self.last_success = self._clock()
+        if not patched:
+            return False
+        log.info(
+            "node %s: %s updated (%d devices)", self._node, self._annotation, len(snapshot.devices)
+        )
+        return True
+
+    def _write(self, value: str) -> bool:
         if value == self._written:
             return False
         if self._written is None:
@@ -54,9 +70,6 @@ class NodeReporter:
         self._gateway.patch_node_annotations(self._node, {self._annotation: value})
         self._written = value
         self.patches += 1
-        log.info(
-            "node %s: %s updated (%d devices)", self._node, self._annotation, len(snapshot.devices)
-        )
         return True
 
 
@@ -81,17 +94,19 @@ def run_inventory_loop(
     retry_at: float | None = None
     while not stop.is_set():
         now = clock()
+        rescanned = False
         if now >= next_scan:
             try:
                 rescan(backend, state)
                 next_scan = now + rescan_interval_s
+                rescanned = True
             except DiscoveryError as exc:
                 log.error("rescan failed: %s", exc)
                 next_scan = now + retry_interval_s
         snapshot = state.snapshot()
         if (
             reporter is not None
-            and snapshot.version != reported
+            and (snapshot.version != reported or rescanned)
             and (retry_at is None or now >= retry_at)
         ):
             try:

@@ -11,6 +11,7 @@ from __future__ import annotations
 import logging
 import stat
 import threading
+import time
 from collections.abc import Callable, Iterator, Sequence
 from concurrent import futures
 from pathlib import Path
@@ -22,6 +23,7 @@ from device_plugins.device_state import DeviceState, Snapshot
 from device_plugins.errors import AllocationError
 from device_plugins.hami_core import ContainerAllocation
 from device_plugins.kubelet_api import HEALTHY, UNHEALTHY, pb, pb_grpc
+from device_plugins.metrics import RESULT_ERROR, RESULT_OK
 from device_plugins.replicas import preferred_replicas, replica_ids
 
 log = logging.getLogger(__name__)
@@ -92,7 +94,10 @@ class DevicePluginService:
         allocator: Allocator,
         stopping: threading.Event,
         poll_s: float = 1.0,
+        on_allocate: Callable[[str, float], None] = lambda result, seconds: None,
     ) -> None:
+        """``on_allocate`` hears each ``Allocate``'s result and duration (the metrics)."""
+        self._on_allocate = on_allocate
         self._state = state
         self._split = split_count
         self._allocator = allocator
@@ -155,15 +160,23 @@ class DevicePluginService:
     def Allocate(  # noqa: N802 - gRPC method name
         self, request: Any, context: grpc.ServicerContext
     ) -> Any:
-        responses = []
-        for item in request.container_requests:
-            try:
-                allocation = self._allocator.allocate(list(item.devices_ids))
-            except AllocationError as exc:
-                log.error("Allocate %s failed: %s", list(item.devices_ids), exc)
-                context.abort(_STATUS[exc.code], str(exc))
-            responses.append(allocation_message(allocation))
-        return pb.AllocateResponse(container_responses=responses)
+        started = time.perf_counter()
+        result = RESULT_ERROR
+        try:
+            responses = []
+            for item in request.container_requests:
+                try:
+                    allocation = self._allocator.allocate(list(item.devices_ids))
+                except AllocationError as exc:
+                    log.error("Allocate %s failed: %s", list(item.devices_ids), exc)
+                    result = exc.code
+                    context.abort(_STATUS[exc.code], str(exc))
+                responses.append(allocation_message(allocation))
+            result = RESULT_OK
+            return pb.AllocateResponse(container_responses=responses)
+        finally:
+            # context.abort raises, so failures are counted here too.
+            self._on_allocate(result, time.perf_counter() - started)
 
     def PreStartContainer(  # noqa: N802 - gRPC method name
         self, request: Any, context: grpc.ServicerContext

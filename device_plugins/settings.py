@@ -16,6 +16,17 @@ KUBELET_DEVICE_PLUGIN_DIR = Path("/var/lib/kubelet/device-plugins")
 MAX_SOCKET_PATH = 107
 #: kubelet rejects device IDs longer than this.
 MAX_DEVICE_ID = 63
+#: ``metrics_address`` that serves no metrics nor probes.
+METRICS_OFF = "off"
+
+
+def parse_address(value: str) -> tuple[str, int]:
+    """``host:port``, ``:port`` (every address) or ``[v6]:port``; port 0 picks one."""
+    host, colon, port = value.rpartition(":")
+    if not colon or not port.isdigit() or int(port) > 65535:
+        raise ValueError(f"metrics_address must be host:port or :port, got {value!r}")
+    host = host.removeprefix("[").removesuffix("]")
+    return host or "0.0.0.0", int(port)
 
 
 class DevicePluginSettings(BaseSettings):
@@ -57,6 +68,13 @@ class DevicePluginSettings(BaseSettings):
     kubelet_watch_interval_s: float = Field(default=1.0, gt=0)
     register_timeout_s: float = Field(default=10.0, gt=0)
     kubeconfig: Path | None = None
+    #: ``host:port`` of the metrics and probe endpoint (``:9394`` is every address);
+    #: ``off`` serves none.
+    metrics_address: str = ":9394"
+    #: Ready only while the node annotation was confirmed within this many seconds.
+    ready_report_max_age_s: float = Field(default=120.0, gt=0)
+    #: Live only while the kubelet loop went round within this many seconds.
+    live_stall_s: float = Field(default=60.0, gt=0)
     log_level: Literal["DEBUG", "INFO", "WARNING", "ERROR"] = "INFO"
 
     @field_validator("ignored_xids", mode="before")
@@ -90,6 +108,13 @@ class DevicePluginSettings(BaseSettings):
             raise ValueError(f"a socket name must be a plain file name, got {value!r}")
         return value
 
+    @field_validator("metrics_address")
+    @classmethod
+    def _address(cls, value: str) -> str:
+        if value != METRICS_OFF:
+            parse_address(value)
+        return value
+
     @model_validator(mode="after")
     def _consistent(self) -> DevicePluginSettings:
         if self.discovery == "static" and self.static_file is None:
@@ -101,6 +126,13 @@ class DevicePluginSettings(BaseSettings):
                     "use a shorter device_plugin_dir"
                 )
         return self
+
+    @property
+    def metrics_bind(self) -> tuple[str, int] | None:
+        """Where to serve metrics and probes; None when switched off."""
+        if self.metrics_address == METRICS_OFF:
+            return None
+        return parse_address(self.metrics_address)
 
     @property
     def plugin_socket(self) -> Path:

@@ -17,6 +17,12 @@ from vgpu_extender.kube.memory import InMemoryCluster
 NODE = "node-a"
 
 
+@pytest.fixture(autouse=True)
+def metrics_on_a_free_port(monkeypatch: pytest.MonkeyPatch) -> None:
+    """Agents started by tests serve metrics on loopback, on a port the system picks."""
+    monkeypatch.setenv("VGPU_DP_METRICS_ADDRESS", "127.0.0.1:0")
+
+
 @pytest.fixture
 def short_dir() -> Iterator[Path]:
     """A folder with a short path: unix socket paths must stay under 108 bytes."""

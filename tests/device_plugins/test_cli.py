@@ -36,6 +36,7 @@ def clean_environment(monkeypatch: pytest.MonkeyPatch) -> None:
     for key in list(os.environ):
         if key.startswith("VGPU_DP_") or key == "NODE_NAME":
             monkeypatch.delenv(key)
+    monkeypatch.setenv("VGPU_DP_METRICS_ADDRESS", "127.0.0.1:0")
 
 
 def test_dry_run_prints_devices_and_annotation(device_file: Path) -> None:
@@ -74,14 +75,15 @@ def test_bad_settings_exit_2_naming_the_field(args: list[str], message: str) -> 
     assert message in result.output
 
 
-def test_dry_run_reports_discovery_errors(tmp_path: Path) -> None:
+def test_an_invalid_static_file_exits_2_naming_the_entry(tmp_path: Path) -> None:
     bad = tmp_path / "bad.yaml"
     bad.write_text("devices: [{uuid: x}]")
     result = CliRunner().invoke(
         app, ["--dry-run", "--discovery", "static", "--static-file", str(bad)]
     )
-    assert result.exit_code == 1
-    assert "discovery failed" in result.output and "devices.0.index" in result.output
+    assert result.exit_code == 2
+    assert "invalid device file" in result.stderr and "devices.0.index" in result.stderr
+    assert len(result.stderr.splitlines()) == 1
 
 
 def test_run_needs_a_node_name(device_file: Path) -> None:
