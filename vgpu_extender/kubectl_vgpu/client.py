@@ -1,0 +1,190 @@
+"""The extender's admin API over HTTP, directly or through the API server's service proxy.
+
+Directly (``--server``) the extender's admin token goes in ``Authorization``. Through
+the proxy, ``Authorization`` carries our credentials for the API server, which removes
+that header once it has authenticated us and forwards the rest: the extender's token
+cannot travel that way, so reads through the proxy work when the extender serves them
+without one (``VGPU_OPEN_READS``); otherwise use ``--server``, e.g. after
+``kubectl port-forward``. Every failure becomes one line (:class:`PluginError`).
+"""
+
+from __future__ import annotations
+
+import json
+import ssl
+from dataclasses import dataclass, field
+from typing import TYPE_CHECKING, Any
+from urllib.parse import quote
+
+from vgpu_extender.kubectl_vgpu.errors import PluginError
+
+if TYPE_CHECKING:
+    import httpx
+
+API = "/api/v1"
+
+
+@dataclass(frozen=True)
+class Endpoint:
+    """Where ``/api/v1/...`` of the extender is, and how to talk to it."""
+
+    base_url: str
+    headers: dict[str, str] = field(default_factory=dict, repr=False)
+    verify: ssl.SSLContext | bool = True
+    proxied: bool = False
+    #: What to call it in messages (the proxy URL says little to a reader).
+    label: str = ""
+
+    @classmethod
+    def direct(cls, server: str, *, token: str | None, verify: ssl.SSLContext | bool) -> Endpoint:
+        headers = {"Authorization": f"Bearer {token}"} if token else {}
+        server = server.rstrip("/")
+        return cls(server, headers, verify, False, f"the extender at {server}")
+
+    @classmethod
+    def through_proxy(
+        cls,
+        apiserver: str,
+        *,
+        namespace: str,
+        service: str,
+        port: str,
+        scheme: str,
+        headers: dict[str, str],
+        verify: ssl.SSLContext | bool,
+    ) -> Endpoint:
+        """``{apiserver}/api/v1/namespaces/{ns}/services/{scheme}:{name}:{port}/proxy``."""
+        target = ":".join(quote(part, safe="") for part in (scheme, service, port))
+        url = (
+            f"{apiserver.rstrip('/')}/api/v1/namespaces/{quote(namespace, safe='')}"
+            f"/services/{target}/proxy"
+        )
+        label = f"service {namespace}/{service} (port {port}) through the API server {apiserver}"
+        return cls(url, dict(headers), verify, True, label)
+
+
+class AdminClient:
+    """GET and POST on the admin API, answers decoded, errors as one line."""
+
+    def __init__(
+        self,
+        endpoint: Endpoint,
+        *,
+        timeout_s: float = 30.0,
+        transport: httpx.BaseTransport | None = None,
+    ) -> None:
+        import httpx  # not for --help or --version
+
+        self._httpx = httpx
+        self.endpoint = endpoint
+        self._client = httpx.Client(
+            base_url=endpoint.base_url,
+            headers={"Accept": "application/json", **endpoint.headers},
+            verify=endpoint.verify,
+            timeout=timeout_s,
+            transport=transport,
+        )
+
+    def __enter__(self) -> AdminClient:
+        return self
+
+    def __exit__(self, *_: object) -> None:
+        self._client.close()
+
+    def get(
+        self, path: str, params: dict[str, str] | None = None, *, missing: str | None = None
+    ) -> Any:
+        return self._send("GET", path, params=params, missing=missing)
+
+    def post(self, path: str, body: Any) -> Any:
+        return self._send("POST", path, body=body)
+
+    def _send(
+        self,
+        method: str,
+        path: str,
+        *,
+        params: dict[str, str] | None = None,
+        body: Any = None,
+        missing: str | None = None,
+    ) -> Any:
+        httpx = self._httpx
+        where = self.endpoint.label
+        content = None if body is None else json.dumps(body).encode()
+        headers = {} if body is None else {"Content-Type": "application/json"}
+        try:
+            response = self._client.request(
+                method, API + path, params=params, content=content, headers=headers
+            )
+        except httpx.ConnectError as exc:
+            raise PluginError(f"cannot connect to {where}: {_reason(exc)}") from None
+        except httpx.TimeoutException:
+            raise PluginError(f"{where} did not answer in time") from None
+        except httpx.HTTPError as exc:
+            raise PluginError(f"cannot talk to {where}: {_reason(exc)}") from None
+        if response.status_code == 200:
+            try:
+                return response.json()
+            except ValueError:
+                raise PluginError(f"{where} sent an answer that is not JSON") from None
+        raise self._failure(response.status_code, response.content, missing)
+
+    def _failure(self, status: int, content: bytes, missing: str | None) -> PluginError:
+        where = self.endpoint.label
+        kube_status, detail = _error_text(content)
+        if kube_status:  # the API server itself refused or could not forward
+            return PluginError(f"the API server answered {status}: {detail}{_kube_hint(status)}")
+        if status == 404 and missing is not None:
+            return PluginError(missing)
+        hint = ""
+        if status in (401, 403):
+            hint = (
+                _PROXY_AUTH_HINT
+                if self.endpoint.proxied
+                else "; give the extender's admin token with --token or VGPU_ADMIN_TOKEN"
+            )
+        return PluginError(f"{where} answered {status}: {detail}{hint}")
+
+
+_PROXY_AUTH_HINT = (
+    "; the API server does not forward an Authorization header to the service, so the "
+    "extender's token cannot be sent through its proxy: use --server (for instance with "
+    "kubectl port-forward) or have the extender serve reads openly (VGPU_OPEN_READS)"
+)
+
+
+def _kube_hint(status: int) -> str:
+    if status in (401, 403):
+        return " (your kubeconfig's user needs `get` on services/proxy in that namespace)"
+    if status in (404, 503):
+        return " (check --namespace, --service and --port, and that the extender runs)"
+    return ""
+
+
+def _error_text(content: bytes) -> tuple[bool, str]:
+    """(from the API server?, the message): a Kubernetes Status, FastAPI's detail, text."""
+    try:
+        payload = json.loads(content)
+    except ValueError:
+        text = content.decode("utf-8", "replace").strip()
+        return False, (text.splitlines()[0][:300] if text else "no message")
+    if isinstance(payload, dict) and payload.get("kind") == "Status":
+        return True, str(payload.get("message") or payload.get("reason") or "no message")
+    if isinstance(payload, dict) and "detail" in payload:
+        detail = payload["detail"]
+        if isinstance(detail, list):  # a validation error: where and what
+            parts = [
+                f"{'.'.join(str(p) for p in d.get('loc', []))}: {d.get('msg', '')}"
+                for d in detail
+                if isinstance(d, dict)
+            ]
+            return False, "; ".join(parts)[:500]
+        return False, str(detail)[:500]
+    return False, json.dumps(payload)[:300]
+
+
+def _reason(exc: Exception) -> str:
+    text = str(exc).strip()
+    if "Connection refused" in text or "Errno 111" in text:
+        return "connection refused"
+    return text.splitlines()[0] if text else type(exc).__name__
