@@ -18,7 +18,7 @@ from starlette.types import Receive, Scope, Send
 
 from vgpu_extender.api.listeners import PortRouter, not_found
 from vgpu_extender.api.operations import install as install_operations
-from vgpu_extender.api.routes import admin_v1, extender, gpushare, health, metrics, webhook
+from vgpu_extender.api.routes import admin_v1, extender, gpushare, health, metrics, ui, webhook
 from vgpu_extender.api.store_errors import store_error_handler
 from vgpu_extender.api.verbs import exception_handler
 from vgpu_extender.kube import KubeClient
@@ -104,6 +104,10 @@ def create_app(
         title="vgpu-extender",
         summary="kube-scheduler extender sharing GPUs by virtual slices",
         lifespan=lifespan,
+        # FastAPI's pages load their scripts from a CDN: blank offline. ``/docs`` is
+        # served from local files instead (``ui.install_docs``); ReDoc is not shipped.
+        docs_url=None,
+        redoc_url=None,
     )
     app.state.settings = resolved
     if resolved.admin_port is not None or resolved.metrics_port is not None:
@@ -114,6 +118,8 @@ def create_app(
     app.include_router(webhook.router)
     app.include_router(admin_v1.router)
     app.include_router(gpushare.router)
+    app.include_router(ui.router)
+    ui.install_docs(app)
     app.add_exception_handler(Exception, exception_handler)
     app.add_exception_handler(StoreError, store_error_handler)
     app.add_exception_handler(SQLAlchemyError, store_error_handler)

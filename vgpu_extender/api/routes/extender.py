@@ -102,6 +102,8 @@ class Verb:
     summary: str
     #: Observed in the verb latency histogram (not the benchmarks' decode-only floor).
     timed: bool = True
+    #: Listed in the OpenAPI schema (not the benchmarks' floor: no client's business).
+    documented: bool = True
 
 
 #: Every path kube-scheduler may be configured to call (``priority`` is HAMi's name,
@@ -116,7 +118,11 @@ VERBS: dict[str, Verb] = {
         "preempt", preempt, "Per candidate node, the fewest victims whose devices make the pod fit."
     ),
     "/noop": Verb(
-        "filter", noop, "Decode the body as filter does and keep every node.", timed=False
+        "filter",
+        noop,
+        "Decode the body as filter does and keep every node.",
+        timed=False,
+        documented=False,
     ),
 }
 
@@ -184,6 +190,8 @@ def document(schema: dict[str, Any]) -> dict[str, Any]:
     """Add the verbs to an OpenAPI schema, so they are listed (and fuzzed) with the rest."""
     paths = schema.setdefault("paths", {})
     for path, verb in VERBS.items():
+        if not verb.documented:
+            continue
         paths.setdefault(
             path,
             {
