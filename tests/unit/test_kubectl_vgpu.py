@@ -462,8 +462,16 @@ def test_the_nodes_table_has_a_line_per_gpu_and_the_totals() -> None:
     lines = render.nodes_table(cluster()).splitlines()
     assert lines[0].split() == list(render.NODE_HEADERS)
     assert lines[1].split() == [
-        "n1", "0", "NVIDIA-Tesla", "T4", "6000/16000", "20/100", "2/10", "ok", "ml/train,ml/infer"
-    ]  # fmt: skip
+        "n1",
+        "0",
+        "NVIDIA-Tesla",
+        "T4",
+        "6000/16000",
+        "20/100",
+        "2/10",
+        "ok",
+        "ml/train,ml/infer",
+    ]
     assert lines[2].split()[:2] == ["1", "NVIDIA-Tesla"]  # same node: the name is not repeated
     assert lines[3].split()[-2:] == ["cordoned", "-"]
     assert lines[5].split()[-2:] == ["unhealthy", "-"]
