@@ -44,6 +44,19 @@ class Dockerfile:
     def cmd(self) -> list[str]:
         return _exec_form(self._last("CMD"))
 
+    def pip_installs(self) -> list[PipInstall]:
+        """Every ``pip install`` of every stage, its constraints files and targets."""
+        found = []
+        for stage in self.stages:
+            for keyword, value in stage.instructions:
+                if keyword != "RUN":
+                    continue
+                for command in value.split("&&"):
+                    words = shlex.split(command)
+                    if len(words) >= 2 and words[0].endswith("pip") and words[1] == "install":
+                        found.append(_pip_install(words[2:]))
+        return found
+
     def copies(self) -> list[list[str]]:
         """Sources of every COPY from the build context (not ``--from``)."""
         sources = []
@@ -53,6 +66,28 @@ class Dockerfile:
                 if keyword == "COPY" and not any(w.startswith("--from") for w in words):
                     sources.append([w for w in words[:-1] if not w.startswith("--")])
         return sources
+
+
+@dataclass
+class PipInstall:
+    constraints: list[str]
+    targets: list[str]
+    options: list[str]
+
+
+def _pip_install(words: list[str]) -> PipInstall:
+    constraints, targets, options = [], [], []
+    rest = iter(words)
+    for word in rest:
+        if word in ("-c", "--constraint"):
+            constraints.append(next(rest))
+        elif word.startswith("--constraint="):
+            constraints.append(word.partition("=")[2])
+        elif word.startswith("-"):
+            options.append(word)
+        else:
+            targets.append(word)
+    return PipInstall(constraints=constraints, targets=targets, options=options)
 
 
 def _exec_form(value: str | None) -> list[str]:

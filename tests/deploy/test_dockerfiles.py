@@ -3,8 +3,11 @@
 from __future__ import annotations
 
 import fnmatch
+from importlib import metadata
 
 import pytest
+from packaging.requirements import Requirement
+from packaging.utils import canonicalize_name
 
 from tests.deploy.app_surface import console_scripts, pyproject
 from tests.deploy.dockerfiles import dockerfile
@@ -87,3 +90,72 @@ def test_build_context_holds_what_the_package_needs(component: str) -> None:
         assert not _ignored(patterns, source), f"{source} is excluded by {ignore.name}"
     assert _ignored(patterns, "tests/unit/test_x.py")
     assert _ignored(patterns, ".venv/bin/python")
+
+
+#: Per image, the constraints file and what it installs from the repository.
+SIDES = {"extender": ("extender", ".[extender]"), "device-plugin": ("node-agent", ".")}
+#: What only the extender needs: never in the node agent's image.
+EXTENDER_ONLY = {"fastapi", "starlette", "uvicorn", "sqlalchemy", "alembic", "numpy", "psycopg"}
+
+
+def _pins(side: str) -> dict[str, str]:
+    """Name -> version of a constraints file; every line must be ``name==version``."""
+    pins = {}
+    for line in (ROOT / "requirements" / f"{side}.txt").read_text(encoding="utf-8").splitlines():
+        if not line.strip() or line.startswith("#"):
+            continue
+        name, separator, version = line.partition("==")
+        assert separator and version and "[" not in name and ";" not in line, line
+        pins[canonicalize_name(name)] = version
+    return pins
+
+
+@pytest.mark.parametrize("component", list(SIDES))
+def test_the_image_installs_pinned_by_its_constraints_file(component: str) -> None:
+    side, target = SIDES[component]
+    parsed = dockerfile(component)
+    (install,) = parsed.pip_installs()
+    assert install.constraints == [f"requirements/{side}.txt"]
+    assert install.targets == [target]
+    copied = [s for group in parsed.copies() for s in group]
+    assert f"requirements/{side}.txt" in copied, "the constraints file is copied in"
+    assert _pins(side), "the constraints file pins something"
+
+
+def test_the_node_agent_image_installs_no_extender_extra() -> None:
+    (install,) = dockerfile("device-plugin").pip_installs()
+    assert not [t for t in install.targets if "[" in t]
+    assert not EXTENDER_ONLY & set(_pins("node-agent"))
+
+
+def _requirement_names(texts: list[str]) -> set[str]:
+    return {canonicalize_name(Requirement(text).name) for text in texts}
+
+
+def test_the_base_requirements_are_the_node_agents() -> None:
+    base = _requirement_names(pyproject()["project"]["dependencies"])
+    assert not EXTENDER_ONLY & base
+    assert {"grpcio", "protobuf", "nvidia-ml-py", "kubernetes", "msgspec"} <= base
+    # What pip reads: the installed metadata's unconditional requirements.
+    installed = [
+        text for text in metadata.requires("vgpu-extender") or [] if "extra ==" not in text
+    ]
+    assert _requirement_names(installed) == base
+
+
+def test_the_extender_extra_brings_what_the_extender_imports() -> None:
+    extras = pyproject()["project"]["optional-dependencies"]
+    assert {"fastapi", "sqlalchemy", "numpy", "uvicorn", "alembic"} <= _requirement_names(
+        extras["extender"]
+    )
+    assert "vgpu-extender[extender]" in extras["test"], "the dev install is complete"
+
+
+@pytest.mark.parametrize(("side", "extras"), [("node-agent", ()), ("extender", ("extender",))])
+def test_every_direct_requirement_is_pinned(side: str, extras: tuple[str, ...]) -> None:
+    project = pyproject()["project"]
+    optional = project["optional-dependencies"]
+    wanted = _requirement_names(
+        [*project["dependencies"], *(r for extra in extras for r in optional[extra])]
+    )
+    assert wanted <= set(_pins(side)), wanted - set(_pins(side))
