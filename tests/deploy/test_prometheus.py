@@ -1,5 +1,6 @@
 """The ServiceMonitor scrapes the extender's /metrics as the extender requires: over
-TLS to the name its certificate carries, with the admin token as bearer token."""
+TLS to the name its certificate carries, with the admin token as bearer token; the
+PrometheusRule beside it is checked in test_prometheus_rules.py."""
 
 from __future__ import annotations
 
@@ -20,9 +21,17 @@ COMPONENT = COMPONENTS / "prometheus"
 (ENDPOINT,) = MONITOR["spec"]["endpoints"]
 
 
-def test_the_component_lists_the_service_monitor() -> None:
+def test_the_component_lists_the_service_monitor_and_the_rules() -> None:
     (spec,) = load_documents(COMPONENT / KUSTOMIZATION)
-    assert spec["kind"] == "Component" and spec["resources"] == ["service-monitor.yaml"]
+    assert spec["kind"] == "Component"
+    assert spec["resources"] == ["service-monitor.yaml", "prometheus-rule.yaml"]
+
+
+def test_the_rules_live_beside_the_service_monitor() -> None:
+    (rule,) = load_documents(COMPONENT / "prometheus-rule.yaml")
+    assert rule["kind"] == "PrometheusRule"
+    assert rule["metadata"]["namespace"] == MONITOR["metadata"]["namespace"]
+    assert rule["metadata"]["labels"] == MONITOR["metadata"]["labels"]
 
 
 def test_it_selects_the_extenders_service_and_port() -> None:
