@@ -15,7 +15,7 @@ from typing import Any
 EXTENDER_MODULES = {
     "fastapi": "fastapi",
     "uvicorn": "uvicorn",
-    "httptools": "uvicorn[standard]",
+    "httptools": "httptools",
     "sqlalchemy": "sqlalchemy",
     "alembic": "alembic",
     "psycopg": "psycopg",
