@@ -229,18 +229,21 @@ def test_help_imports_neither_httpx_nor_yaml_nor_the_server() -> None:
 
 
 def test_the_commands_import_no_server_code() -> None:
+    """Nor httpx's command line, which ``import httpx`` pulls in unless told not to."""
     probe = (
         "import sys\n"
         "import vgpu_extender.kubectl_vgpu.commands, vgpu_extender.kubectl_vgpu.kubeconfig\n"
         "import vgpu_extender.kubectl_vgpu.client as c\n"
         "c.AdminClient(c.Endpoint('http://127.0.0.1:1')).__exit__()\n"
-        "heavy = {'fastapi', 'pydantic', 'sqlalchemy', 'numpy', 'kubernetes', 'uvicorn'}\n"
+        "heavy = {'fastapi', 'pydantic', 'sqlalchemy', 'numpy', 'kubernetes', 'uvicorn',\n"
+        "         'rich', 'click', 'pygments'}  # the last three: httpx's own CLI\n"
         "ours = {'vgpu_extender.api', 'vgpu_extender.services', 'vgpu_extender.store'}\n"
         "print(sorted(m for m in sys.modules if m.split('.')[0] in heavy\n"
         "             or '.'.join(m.split('.')[:2]) in ours))\n"
+        "print('httpx' in sys.modules, 'httpx._main' in sys.modules)\n"
     )
     out = subprocess.run([sys.executable, "-c", probe], capture_output=True, text=True, check=True)
-    assert out.stdout.strip() == "[]"
+    assert out.stdout.splitlines() == ["[]", "True False"]
 
 
 # --------------------------------------------------------------------------- endpoints

@@ -12,6 +12,7 @@ from __future__ import annotations
 
 import json
 import ssl
+import sys
 from dataclasses import dataclass, field
 from typing import TYPE_CHECKING, Any
 from urllib.parse import quote
@@ -73,8 +74,7 @@ class AdminClient:
         timeout_s: float = 30.0,
         transport: httpx.BaseTransport | None = None,
     ) -> None:
-        import httpx  # not for --help or --version
-
+        httpx = _import_httpx()  # not for --help or --version
         self._httpx = httpx
         self.endpoint = endpoint
         self._client = httpx.Client(
@@ -144,6 +144,27 @@ class AdminClient:
                 else "; give the extender's admin token with --token or VGPU_ADMIN_TOKEN"
             )
         return PluginError(f"{where} answered {status}: {detail}{hint}")
+
+
+def _import_httpx() -> Any:
+    """httpx, without its own command line.
+
+    With httpx's ``cli`` extra installed, ``import httpx`` also imports ``httpx._main``
+    (click, rich, pygments): about 40% of its import time, for a tool we never run. A
+    ``None`` in ``sys.modules`` makes that import fail, which httpx expects and handles;
+    the entry is removed again at once.
+    """
+    if "httpx" in sys.modules:
+        return sys.modules["httpx"]
+    blocked = "httpx._main" not in sys.modules
+    if blocked:
+        sys.modules["httpx._main"] = None  # type: ignore[assignment]
+    try:
+        import httpx
+    finally:
+        if blocked and sys.modules.get("httpx._main") is None:
+            sys.modules.pop("httpx._main", None)
+    return httpx
 
 
 _PROXY_AUTH_HINT = (
