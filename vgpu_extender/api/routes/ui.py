@@ -5,7 +5,9 @@ clusters are often air-gapped, and a page that fetches its script from the inter
 is blank there. The dashboard is plain ES modules and one stylesheet under
 ``vgpu_extender/api/ui/`` (no build step); it reads the admin API with the token the
 user types in, so these routes serve only static files and need no guard of their own.
-Swagger UI's files come from the ``swagger-ui-bundle`` package.
+Swagger UI's files come from the ``swagger_ui_bundle`` module; it must be Swagger UI
+5 (PyPI's ``swagger-ui-bundle-v2``), as 4.x (``swagger-ui-bundle`` 1.x) cannot read the
+OpenAPI 3.1 that FastAPI writes.
 
 Only the files named here are served: a fixed table, not a directory, so no path a
 client sends can reach another file.

@@ -9,6 +9,7 @@ const REFRESH_MS = 2000;
 const $ = (id) => document.getElementById(id);
 
 let timer = null;
+let lastDrawn = "";
 
 function showError(message) {
   const box = $("error");
@@ -40,9 +41,14 @@ async function refresh() {
       get("/api/v1/nodes?devices=true"),
       get("/api/v1/allocations?limit=1000"),
     ]);
-    renderSummary($("summary"), summary);
-    renderNodes($("nodes"), nodes, { canChange: Boolean(token()), onCordon: cordon });
-    renderAllocations($("allocations").tBodies[0], $("allocations-note"), allocations);
+    // Drawn again only when something changed: a button under the pointer stays put.
+    const drawn = JSON.stringify([summary, nodes, allocations, Boolean(token())]);
+    if (drawn !== lastDrawn) {
+      renderSummary($("summary"), summary);
+      renderNodes($("nodes"), nodes, { canChange: Boolean(token()), onCordon: cordon });
+      renderAllocations($("allocations").tBodies[0], $("allocations-note"), allocations);
+      lastDrawn = drawn;
+    }
     $("status").textContent = `Updated ${new Date().toLocaleTimeString()}`;
     $("status").dataset.updated = String(Date.now());
     if ($("error").dataset.source === "read") {
