@@ -183,15 +183,11 @@ class DevicePluginAgent:
         self.status_server = server
 
     def _run_loops(self) -> None:
-        self._inventory_thread = threading.Thread(
-            target=self._inventory, name="inventory", daemon=True
-        )
-        threads = [
-            threading.Thread(target=self._health, name="health", daemon=True),
-            self._inventory_thread,
-        ]
+        inventory = threading.Thread(target=self._inventory, name="inventory", daemon=True)
+        threads = [threading.Thread(target=self._health, name="health", daemon=True), inventory]
         for thread in threads:
             thread.start()
+        self._inventory_thread = inventory  # watched by liveness only once started
         try:
             self._serve_kubelet()
         finally:

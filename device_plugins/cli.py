@@ -21,7 +21,7 @@ from device_plugins.discovery import DiscoveryBackend, DiscoveryError, make_back
 from device_plugins.inventory import register_annotation, to_devices
 from device_plugins.kube import KubeAccessError, KubernetesGateway
 from device_plugins.settings import DevicePluginSettings
-from device_plugins.startup import StartupError, check_static_file, settings_from, where
+from device_plugins.startup import StartupError, check_files, settings_from, where
 from vgpu_extender.vendors.nvidia.config import NvidiaConfig
 
 PROG = "vgpu-device-plugin"
@@ -171,7 +171,7 @@ def run(
     }
     try:
         settings = settings_from(overrides, FLAGS)
-        check_static_file(settings, FLAGS)
+        check_files(settings, FLAGS)
     except StartupError as exc:
         raise _fail(str(exc), EXIT_SETTINGS) from None
     logging.basicConfig(
@@ -191,7 +191,7 @@ def run(
     try:
         gateway = KubernetesGateway.from_config(settings.kubeconfig)
     except KubeAccessError as exc:
-        raise _fail(str(exc), EXIT_FAILED) from None
+        raise _fail(f"{exc}; fix {where('kubeconfig', FLAGS)}", EXIT_SETTINGS) from None
     _serve(DevicePluginAgent(settings, backend=backend, gateway=gateway), settings)
 
 

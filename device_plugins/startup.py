@@ -62,23 +62,31 @@ def describe(exc: ValidationError, flags: Sequence[str]) -> str:
     return "invalid settings: " + "; ".join(parts)
 
 
-def check_static_file(settings: DevicePluginSettings, flags: Sequence[str]) -> None:
-    """With ``static`` discovery the device file must exist, be readable and be valid."""
+def check_files(settings: DevicePluginSettings, flags: Sequence[str]) -> None:
+    """The files the settings name must be readable; the static device file valid."""
+    if settings.kubeconfig is not None:
+        _readable(settings.kubeconfig, "kubeconfig", flags, "give the cluster's kubeconfig")
     if settings.discovery != "static" or settings.static_file is None:
         return
-    path: Path = settings.static_file
-    setting = f"static_file ({where('static_file', flags)})"
-    if not path.exists():
-        raise StartupError(
-            f"{setting}: the device file {str(path)!r} does not exist; create it "
-            f"(format in {FORMAT_DOC}) or point the setting at an existing file"
-        )
-    if path.is_dir() or not os.access(path, os.R_OK):
-        raise StartupError(
-            f"{setting}: cannot read the device file {str(path)!r} "
-            f"({'a folder' if path.is_dir() else 'permission denied'}); give a readable file"
-        )
+    _readable(
+        settings.static_file,
+        "static_file",
+        flags,
+        f"create it (format in {FORMAT_DOC}) or point the setting at an existing file",
+    )
     try:
-        StaticBackend(path).discover()
+        StaticBackend(settings.static_file).discover()
     except DiscoveryError as exc:
-        raise StartupError(f"{setting}: invalid device file: {exc}; see {FORMAT_DOC}") from None
+        raise StartupError(
+            f"static_file ({where('static_file', flags)}): invalid device file: {exc}; "
+            f"see {FORMAT_DOC}"
+        ) from None
+
+
+def _readable(path: Path, field: str, flags: Sequence[str], fix: str) -> None:
+    setting = f"{field} ({where(field, flags)})"
+    if not path.exists():
+        raise StartupError(f"{setting}: the file {str(path)!r} does not exist; {fix}")
+    if path.is_dir() or not os.access(path, os.R_OK):
+        why = "a folder" if path.is_dir() else "permission denied"
+        raise StartupError(f"{setting}: cannot read the file {str(path)!r} ({why}); {fix}")
