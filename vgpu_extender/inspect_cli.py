@@ -8,22 +8,35 @@ no extender running, or asks a running one (``--server URL``) through its admin 
 
 from __future__ import annotations
 
+import functools
 import ssl
 from collections.abc import Sequence
 from enum import StrEnum
 from pathlib import Path
-from typing import Annotated
+from typing import TYPE_CHECKING, Annotated
 
-import httpx
 import typer
-from pydantic import TypeAdapter, ValidationError
 
-from vgpu_extender import store
-from vgpu_extender.api.schemas import NodeOut
 from vgpu_extender.redaction import hide_passwords, shown_url
-from vgpu_extender.services import admin
 
-_NODES = TypeAdapter(list[NodeOut])
+if TYPE_CHECKING:
+    from pydantic import TypeAdapter
+
+    from vgpu_extender.api.schemas import NodeOut
+
+# The store, the API schemas and httpx are imported where used: `vgpu-extender --help`
+# imports this module and must stay fast.
+
+
+@functools.cache
+def _nodes() -> TypeAdapter[list[NodeOut]]:
+    from pydantic import TypeAdapter
+
+    from vgpu_extender.api.schemas import NodeOut
+
+    return TypeAdapter(list[NodeOut])
+
+
 HEADERS = ("NODE", "GPU", "TYPE", "MEMORY(MiB)", "CORES(%)", "PODS/SLOTS", "STATE", "PODS")
 
 
@@ -39,6 +52,10 @@ class InspectError(Exception):
 # --------------------------------------------------------------------------- sources
 def from_store(database_url: str, node: str | None) -> list[NodeOut]:
     """Reports straight from the store, without a running extender."""
+    from vgpu_extender import store
+    from vgpu_extender.api.schemas import NodeOut
+    from vgpu_extender.services import admin
+
     try:
         revision = store.schema_revision(database_url)
         if revision is None:
@@ -68,6 +85,9 @@ def from_server(
 ) -> list[NodeOut]:
     """The same reports from a running extender's admin API (with the bearer token,
     which its reads need when it has one configured)."""
+    import httpx
+    from pydantic import ValidationError
+
     path = f"/api/v1/nodes/{node}" if node is not None else "/api/v1/nodes"
     params = {} if node is not None else {"devices": "true"}
     headers = {"Authorization": f"Bearer {token}"} if token else {}
@@ -86,14 +106,14 @@ def from_server(
         )
     try:
         payload = response.content if node is None else b"[" + response.content + b"]"
-        return _NODES.validate_json(payload)
+        return _nodes().validate_json(payload)
     except ValidationError as exc:
         raise InspectError(f"the extender at {server} sent an unexpected answer: {exc}") from None
 
 
 # --------------------------------------------------------------------------- rendering
 def render_json(nodes: Sequence[NodeOut]) -> str:
-    return _NODES.dump_json(list(nodes), indent=2).decode()
+    return _nodes().dump_json(list(nodes), indent=2).decode()
 
 
 def render_table(nodes: Sequence[NodeOut]) -> str:

@@ -90,6 +90,9 @@ class Settings(BaseSettings):
     store_probe_interval_s: float = Field(default=2.0, gt=0, le=3600)
     store_unready_after: int = Field(default=3, ge=1, le=1000)
     store_ready_after: int = Field(default=3, ge=1, le=1000)
+    #: How long start-up keeps trying to reach a PostgreSQL server that is not there
+    #: (exponential backoff with jitter) before it gives up; 0: one try.
+    database_startup_timeout_s: float = Field(default=30.0, ge=0, le=3600)
 
     # Placement.
     vendor: str = "nvidia"
@@ -160,7 +163,27 @@ class Settings(BaseSettings):
     demo: bool = False
     inventory_file: Path | None = None
 
-    log_level: Literal["DEBUG", "INFO", "WARNING", "ERROR"] = "INFO"
+    #: Any case: debug, info, warning, error or critical.
+    log_level: Literal["DEBUG", "INFO", "WARNING", "ERROR", "CRITICAL"] = "INFO"
+    #: ``text`` lines, or ``json``: one object per line (ours and uvicorn's).
+    log_format: Literal["text", "json"] = "text"
+
+    @field_validator("log_level", mode="before")
+    @classmethod
+    def _level_any_case(cls, value: object) -> object:
+        from vgpu_extender.log_format import parse_level
+
+        if isinstance(value, str):
+            try:
+                return parse_level(value)
+            except ValueError:
+                return value  # the Literal's own error lists the levels
+        return value
+
+    @field_validator("log_format", mode="before")
+    @classmethod
+    def _format_any_case(cls, value: object) -> object:
+        return value.strip().lower() if isinstance(value, str) else value
 
     @field_validator("node_policy", "device_policy")
     @classmethod

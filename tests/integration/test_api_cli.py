@@ -1,4 +1,5 @@
-"""The command line: settings errors name the field; migrate brings the schema up."""
+"""The command line: settings errors name the setting (its variable and flag) in one
+line; migrate brings the schema up."""
 
 from __future__ import annotations
 
@@ -14,10 +15,10 @@ from vgpu_extender.cli import app
 @pytest.mark.parametrize(
     ("argv", "message"),
     [
-        (["serve", "--node-policy", "nope"], "node_policy"),
-        (["serve", "--port", "70000"], "port"),
-        (["serve", "--inventory", "/does/not/exist.yaml"], "inventory_file"),
-        (["migrate", "--database-url", "mysql://x/y"], "database_url"),
+        (["serve", "--node-policy", "nope"], "error: VGPU_NODE_POLICY (--node-policy): "),
+        (["serve", "--port", "70000"], "error: VGPU_PORT (--port): "),
+        (["serve", "--inventory", "/does/not/exist.yaml"], "VGPU_INVENTORY_FILE (--inventory)"),
+        (["migrate", "--database-url", "mysql://x/y"], "VGPU_DATABASE_URL (--database-url)"),
         (["serve", "--database-url", "mysql://x/y"], "unsupported database driver"),
     ],
     ids=[
@@ -30,8 +31,9 @@ from vgpu_extender.cli import app
 )
 def test_bad_settings_exit_with_the_field_named(argv: list[str], message: str) -> None:
     result = CliRunner().invoke(app, argv)
-    assert result.exit_code != 0
+    assert result.exit_code == 2
     assert message in result.output
+    assert len(result.output.splitlines()) == 1, result.output
 
 
 def test_migrate_creates_the_schema(tmp_path: Path) -> None:
@@ -45,5 +47,6 @@ def test_migrate_creates_the_schema(tmp_path: Path) -> None:
 def test_a_pool_smaller_than_the_bind_workers_is_refused(monkeypatch: pytest.MonkeyPatch) -> None:
     monkeypatch.setenv("VGPU_BIND_WORKERS", "64")
     result = CliRunner().invoke(app, ["serve"])
-    assert result.exit_code != 0
+    assert result.exit_code == 2
     assert "database_pool_size (40) must be at least bind_workers (64)" in result.output
+    assert "VGPU_DATABASE_POOL_SIZE, VGPU_BIND_WORKERS" in result.output

@@ -33,6 +33,7 @@ from vgpu_extender.services.preemption import PreemptionService
 from vgpu_extender.services.scheduling import SchedulingService
 from vgpu_extender.services.sync import SyncService
 from vgpu_extender.settings import Settings
+from vgpu_extender.store.database import check_writable, wait_for_database
 from vgpu_extender.vendors import create_vendor
 
 logger = logging.getLogger(__name__)
@@ -162,8 +163,11 @@ class Runtime:
 
     def start(self) -> None:
         settings = self.settings
+        # A server starting alongside (or restarting) gets a bounded while to come up.
+        wait_for_database(self.engine, timeout_s=settings.database_startup_timeout_s)
         if settings.migrate_on_start:
             store.migrate(self.engine)
+        check_writable(self.engine)
         nodes, pods = self.cluster.load(self.sessions)
         logger.info("index rebuilt from the store: %d nodes, %d pods", nodes, pods)
         vendor = self.cluster.vendor

@@ -34,6 +34,7 @@ from datetime import UTC, datetime, timedelta
 from sqlalchemy.orm import Session, sessionmaker
 
 from vgpu_extender import store
+from vgpu_extender.backoff import Backoff, HealthyReset
 from vgpu_extender.domain import AnnotationError, PodAssignment, RequestError
 from vgpu_extender.kube import KubeClient, KubeError, KubeObject, MalformedObject, WatchExpired
 from vgpu_extender.kube import objects as kobj
@@ -60,8 +61,14 @@ def _warn(exc: Exception, message: str, *args: object) -> None:
 
 #: How long one watch request lasts before it is renewed (also bounds stop latency).
 WATCH_TIMEOUT_S = 30
-#: Pause after a failed list or watch before trying again.
-RETRY_DELAY_S = 2.0
+#: Pause after a failed list or watch: exponential with full jitter, from about
+#: half a second to at most 30 s, so replicas do not hammer an API server coming back.
+RETRY_INITIAL_S = 0.5
+RETRY_CAP_S = 30.0
+#: A watch that stayed up this long starts the backoff again from its first step.
+WATCH_HEALTHY_S = 60.0
+#: The watch loops' failures: one line per kind of failure per thread per interval.
+_watch_log = ThrottledLog(logger, interval_s=60.0)
 #: Until the start-up check is done, passes come at least this often.
 STARTUP_RETRY_S = 5.0
 #: The Warning Event recorded on a pod whose allocation could not be imported.
@@ -488,10 +495,14 @@ class SyncService:
         handle: Callable[[str, KubeObject], None],
         version: str | None,
     ) -> None:
+        backoff = HealthyReset(
+            Backoff(initial_s=RETRY_INITIAL_S, cap_s=RETRY_CAP_S), healthy_s=WATCH_HEALTHY_S
+        )
         while not self._stop.is_set():
             try:
                 if version is None:
                     version = relist()
+                backoff.connected()
                 for kind, obj in watch(version, timeout_s=WATCH_TIMEOUT_S):
                     if self._stop.is_set():
                         return
@@ -502,9 +513,19 @@ class SyncService:
             except Exception as exc:  # a broken loop would silently stop syncing
                 if self._stop.is_set():
                     return
-                logger.warning("%s: %s; retrying", threading.current_thread().name, exc)
+                delay = backoff.failed()
+                thread = threading.current_thread().name
+                reason = str(exc).splitlines()[0] if str(exc).strip() else type(exc).__name__
+                _watch_log.warning(
+                    f"{thread}: {type(exc).__name__}: {reason}",
+                    "%s: %s; retrying in %.1f s (try %d)",
+                    thread,
+                    reason,
+                    delay,
+                    backoff.backoff.attempts,
+                )
                 version = None
-                self._stop.wait(RETRY_DELAY_S)
+                self._stop.wait(delay)
 
     def _reconcile_loop(self) -> None:
         while not self._stop.wait(self._next_pass_in()):

@@ -16,16 +16,27 @@ a failover the next transaction connects to the promoted standby.
 
 from __future__ import annotations
 
+import logging
+import time
+from collections.abc import Callable
 from typing import Any
 
-from sqlalchemy import Connection, Engine, create_engine, event
+from sqlalchemy import Connection, Engine, create_engine, event, text
 from sqlalchemy.engine import URL, make_url
 from sqlalchemy.exc import ArgumentError
 from sqlalchemy.orm import Session, sessionmaker
 from sqlalchemy.pool import ConnectionPoolEntry
 
+from vgpu_extender.backoff import Backoff
 from vgpu_extender.redaction import hide_passwords
-from vgpu_extender.store.errors import StoreInputError, classify_errors
+from vgpu_extender.store.errors import (
+    StoreInputError,
+    StoreUnavailable,
+    classify,
+    classify_errors,
+)
+
+logger = logging.getLogger(__name__)
 
 #: The embedded default: a SQLite file in the working directory.
 DEFAULT_URL = "sqlite:///vgpu-extender.db"
@@ -188,6 +199,70 @@ def _configure_sqlite(engine: Engine, *, in_memory: bool, busy_timeout_s: float)
     @event.listens_for(engine, "begin")
     def _on_begin(connection: Any) -> None:
         connection.exec_driver_sql("BEGIN IMMEDIATE")
+
+
+def wait_for_database(
+    engine: Engine,
+    *,
+    timeout_s: float,
+    backoff: Backoff | None = None,
+    clock: Callable[[], float] = time.monotonic,
+    sleep: Callable[[float], None] = time.sleep,
+) -> int:
+    """Connect once (``SELECT 1``), trying again with exponential backoff and jitter
+    while the server cannot be reached, for at most ``timeout_s``; returns the tries.
+
+    A database that starts with the extender (a Pod next to it, a restarted server) is
+    there a few seconds later; one that is not there by the deadline raises
+    ``StoreUnavailable`` with the tries counted. Each distinct error is logged once.
+    SQLite is tried once: a local file that cannot be opened does not come back.
+    """
+    retry = engine.dialect.name != "sqlite"
+    backoff = backoff if backoff is not None else Backoff(initial_s=0.25, cap_s=5.0)
+    deadline = clock() + timeout_s
+    seen: set[str] = set()
+    attempt = 0
+    while True:
+        attempt += 1
+        try:
+            with engine.connect() as connection:
+                connection.execute(text("SELECT 1"))
+        except Exception as exc:  # classified below; a driver error of any kind
+            error = exc if isinstance(exc, StoreUnavailable) else classify(exc, "connect")
+            if not isinstance(error, StoreUnavailable):
+                raise error from exc
+            reason = hide_passwords(error.message)
+            delay = backoff.next_delay()
+            left = deadline - clock()
+            if not retry or left <= 0:
+                raise StoreUnavailable(
+                    f"{reason} (after {attempt} tries in {timeout_s:g} s)", operation="connect"
+                ) from exc
+            if reason not in seen:
+                seen.add(reason)
+                logger.warning(
+                    "store not reachable yet: %s; trying again for up to %.0f s", reason, left
+                )
+            sleep(min(delay, left))
+            continue
+        if attempt > 1:
+            logger.info("store reachable after %d tries", attempt)
+        return attempt
+
+
+def check_writable(engine: Engine) -> None:
+    """Fail now, not on the first bind, when a SQLite database cannot be written (a
+    read-only file or directory, a read-only mount): one write in a transaction that
+    is rolled back. The driver's error leaves classified (``StoreError``)."""
+    if engine.dialect.name != "sqlite":
+        return
+    try:
+        with engine.connect() as connection, connection.begin() as transaction:
+            version = connection.exec_driver_sql("PRAGMA user_version").scalar()
+            connection.exec_driver_sql(f"PRAGMA user_version = {int(version or 0)}")
+            transaction.rollback()
+    except Exception as exc:
+        raise classify(exc, "check the database is writable") from exc
 
 
 def session_factory(engine: Engine) -> sessionmaker[Session]:
