@@ -9,7 +9,7 @@ import pytest
 from vgpu_extender.domain import Device, NodeInventory
 from vgpu_extender.services import admission
 from vgpu_extender.services.cluster import ClusterState
-from vgpu_extender.services.largest import Biggest, Largest, largest, largest_of
+from vgpu_extender.services.largest import Biggest, Largest, largest
 from vgpu_extender.vendors import create_vendor
 
 VENDOR = create_vendor("nvidia")
@@ -28,6 +28,12 @@ NODES = [
     node("gpu-a", 8, 81920, "NVIDIA-A100"),
     node("gpu-c", 2, 24576, "NVIDIA-L4"),
 ]
+
+
+def largest_of(nodes: list[NodeInventory]) -> Largest | None:
+    cluster = ClusterState(vendor=VENDOR)
+    cluster.upsert_nodes(nodes)
+    return largest(cluster)
 
 
 def pod(limits: dict[str, str], *, init: dict[str, str] | None = None) -> dict[str, Any]:
@@ -135,3 +141,12 @@ def test_the_maxima_are_recomputed_only_when_the_topology_changes() -> None:
     cluster.index.remove_node("gpu-z")
     after = largest(cluster)
     assert after is not None and after.devices == Biggest(8, "gpu-a")
+
+
+def test_the_largest_device_is_named_by_its_own_type_on_a_mixed_node() -> None:
+    small = Device(uuid="GPU-0", index=0, memory_mib=16384, type="NVIDIA-Tesla T4")
+    big = Device(uuid="GPU-1", index=1, memory_mib=81920, type="NVIDIA-A100")
+    found = largest_of([NodeInventory(name="mixed", devices=(small, big))])
+    assert found is not None
+    assert found.memory_mib == Biggest(81920, "mixed", "NVIDIA-A100")
+    assert found.devices == Biggest(2, "mixed")

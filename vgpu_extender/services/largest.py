@@ -1,18 +1,18 @@
 """The most any node of the inventory could give one container, even empty.
 
 The webhook refuses a pod no node could ever hold (more devices than any node has,
-more memory or cores than any device has). Answering that from a scan of every node
-per review would cost milliseconds at 5,000 nodes, so the maxima are kept per index
-and recomputed only when its topology changes (a node added, replaced or removed).
+more memory or cores than any device has). The maxima are kept per index and
+recomputed, from its device columns, only when its topology changes (a node added,
+replaced or removed): a review otherwise costs a version comparison.
 """
 
 from __future__ import annotations
 
 import weakref
-from collections.abc import Iterable
 from dataclasses import dataclass
 
-from vgpu_extender.domain import Device, NodeInventory
+import numpy as np
+
 from vgpu_extender.engine import ClusterIndex
 from vgpu_extender.services.cluster import ClusterState
 
@@ -35,25 +35,38 @@ class Largest:
     cores: Biggest
 
 
-def largest_of(inventories: Iterable[NodeInventory]) -> Largest | None:
-    """The maxima over ``inventories`` (None when they list no device: nothing is known).
+def largest_in(index: ClusterIndex) -> Largest | None:
+    """The maxima of ``index`` (None when it lists no device: nothing is known yet).
 
+    Read from the index's device columns, a few array passes (about a millisecond at
+    5,000 nodes of 8 GPUs; a loop over the Device objects takes a hundred times that).
     Ties go to the node whose name sorts first, so the message does not depend on the
-    order nodes were added in.
+    order nodes were added in. The caller holds the cluster's lock.
     """
-    devices: Biggest | None = None
-    memory: Biggest | None = None
-    cores: Biggest | None = None
-    for inventory in inventories:
-        if not inventory.devices:
-            continue
-        devices = _bigger(devices, Biggest(len(inventory.devices), inventory.name))
-        for device in inventory.devices:
-            memory = _bigger(memory, _on(device, device.memory_mib, inventory.name))
-            cores = _bigger(cores, _on(device, device.cores, inventory.name))
-    if devices is None or memory is None or cores is None:
+    span = index.row_span
+    cols = index.cols
+    valid = cols.valid[:span]
+    counts = valid.sum(axis=1)
+    if span == 0 or not counts.any():
         return None
-    return Largest(devices=devices, memory_mib=memory, cores=cores)
+    best = int(counts.max())
+    node = min(index.name_of(int(row)) for row in np.flatnonzero(counts == best))
+    return Largest(
+        devices=Biggest(best, node),
+        memory_mib=_biggest_device(index, np.where(valid, cols.mem_total[:span], -1)),
+        cores=_biggest_device(index, np.where(valid, cols.cores_total[:span], -1)),
+    )
+
+
+def _biggest_device(index: ClusterIndex, values: np.ndarray) -> Biggest:
+    """The largest of ``values`` (per row and slot, -1 where no device), and where."""
+    best = int(values.max())
+    at_best = values == best
+    node = min(index.name_of(int(row)) for row in np.flatnonzero(at_best.any(axis=1)))
+    row = index.row_of(node)
+    assert row is not None
+    slot = int(np.flatnonzero(at_best[row])[0])  # the node's first such device
+    return Biggest(best, node, index.devices(row)[slot].type)
 
 
 #: Per index, (topology version, maxima): weak, so an index that goes takes its entry.
@@ -70,23 +83,6 @@ def largest(cluster: ClusterState) -> Largest | None:
         cached = _CACHE.get(index)
         if cached is not None and cached[0] == version:
             return cached[1]
-        # Only the references are taken under the lock; the scan runs outside it, so
-        # filter does not wait on it.
-        inventories = [index.inventory(name) for name in index.node_names()]
-    found = largest_of(inventories)
-    with cluster.lock:
-        if index.topology_version == version:
-            _CACHE[index] = (version, found)
-    return found
-
-
-def _on(device: Device, value: int, node: str) -> Biggest:
-    return Biggest(value, node, device.type)
-
-
-def _bigger(held: Biggest | None, seen: Biggest) -> Biggest:
-    if held is None or seen.value > held.value:
-        return seen
-    if seen.value == held.value and seen.node < held.node:
-        return seen
-    return held
+        found = largest_in(index)
+        _CACHE[index] = (version, found)
+        return found
