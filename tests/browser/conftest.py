@@ -42,7 +42,8 @@ def _skip(reason: str) -> None:
     pytest.skip(reason)
 
 
-@pytest.fixture(scope="session")
+# The browser tests' package only: the browser and its driver go when they end.
+@pytest.fixture(scope="package")
 def browser() -> Iterator[Browser]:
     executable = chromium_path()
     if executable is None:
