@@ -167,3 +167,15 @@ def test_json_patch_semantics(ops, expected) -> None:
 def test_json_patch_refuses_replace_of_missing_key() -> None:
     with pytest.raises(KeyError, match="/m/missing"):
         json_patch({"m": {}}, [{"op": "replace", "path": "/m/missing", "value": 1}])
+
+
+def test_device_plugin_probes_and_metrics_port_match_the_agent() -> None:
+    from device_plugins.settings import DevicePluginSettings
+
+    plugin = container(find(render(BASE), "DaemonSet", "vgpu-device-plugin"), "device-plugin")
+    ports = {p["name"]: p["containerPort"] for p in plugin["ports"]}
+    bind = DevicePluginSettings(metrics_address=env_values(plugin)["VGPU_DP_METRICS_ADDRESS"])
+    assert bind.metrics_bind == ("0.0.0.0", ports["metrics"])
+    probes = {kind: plugin[kind]["httpGet"] for kind in ("livenessProbe", "readinessProbe")}
+    assert probes["livenessProbe"] == {"path": "/healthz", "port": "metrics"}
+    assert probes["readinessProbe"] == {"path": "/readyz", "port": "metrics"}

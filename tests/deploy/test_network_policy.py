@@ -111,10 +111,14 @@ def test_every_port_a_policy_names_is_a_port_of_its_pods() -> None:
     assert named and named <= set(ports)
 
 
-def test_nothing_reaches_the_node_agent() -> None:
+def test_only_prometheus_reaches_the_node_agent_and_only_its_metrics() -> None:
     objects = render(BUILDABLE[0])
     daemon = find(objects, "DaemonSet", "vgpu-device-plugin")
     labels = daemon["spec"]["template"]["metadata"]["labels"]
     assert not (pod_spec(daemon) or {}).get("hostNetwork")
-    for source in (OUTSIDE, PROMETHEUS, SOME_POD):
-        assert not admits(objects, labels, "any", source)
+    ports = {p["name"] for c in pod_spec(daemon)["containers"] for p in c.get("ports") or []}
+    assert ports == {"metrics"}
+    assert admits(objects, labels, "metrics", PROMETHEUS)
+    for source in (OUTSIDE, SOME_POD):
+        assert not admits(objects, labels, "metrics", source)
+    assert not admits(objects, labels, "any", PROMETHEUS)
