@@ -265,6 +265,24 @@ def test_the_proxy_url_names_scheme_service_and_port() -> None:
     assert "kube" not in repr(endpoint)
 
 
+def test_through_the_proxy_the_token_goes_in_its_own_header() -> None:
+    endpoint = Endpoint.through_proxy(
+        "https://api:6443",
+        namespace="n",
+        service="s",
+        port="443",
+        scheme="https",
+        headers={"Authorization": "Bearer kube"},
+        verify=True,
+        token="s3cret",
+    )
+    assert endpoint.headers == {"Authorization": "Bearer kube", "X-Vgpu-Admin-Token": "s3cret"}
+    client = answering(401, {"detail": "wrong"}, endpoint=endpoint)
+    with client, pytest.raises(PluginError) as error:
+        client.get("/summary")
+    assert "(it went there)" in error.value.message and "s3cret" not in error.value.message
+
+
 def test_direct_sends_the_token_as_a_bearer() -> None:
     endpoint = Endpoint.direct("https://x:8443/", token="s3cret", verify=True)
     assert endpoint.base_url == "https://x:8443"
@@ -379,13 +397,15 @@ def test_no_kubeconfig_at_all(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -
 
 
 # --------------------------------------------------------------------------- client errors
-def answering(status: int, body: Any, *, proxied: bool = False) -> AdminClient:
+def answering(
+    status: int, body: Any, *, proxied: bool = False, endpoint: Endpoint | None = None
+) -> AdminClient:
     content = body if isinstance(body, bytes) else json.dumps(body).encode()
 
     def handler(request: httpx.Request) -> httpx.Response:
         return httpx.Response(status, content=content)
 
-    endpoint = Endpoint("http://x", {}, True, proxied, "the extender at http://x")
+    endpoint = endpoint or Endpoint("http://x", {}, True, proxied, "the extender at http://x")
     return AdminClient(endpoint, transport=httpx.MockTransport(handler))
 
 
@@ -399,7 +419,14 @@ def answering(status: int, body: Any, *, proxied: bool = False) -> AdminClient:
             "the extender at http://x answered 401: wrong bearer token; give the extender's "
             "admin token with --token or VGPU_ADMIN_TOKEN",
         ),
-        (403, {"detail": "loopback only"}, True, "cannot be sent through its proxy"),
+        (
+            403,
+            {"detail": "loopback only"},
+            True,
+            "answered 403: loopback only; the API server's proxy does not pass Authorization "
+            "on to the service, so the extender's token travels in X-Vgpu-Admin-Token (give "
+            "--token: it goes there), which older extenders ignore: otherwise use --server",
+        ),
         (
             403,
             {"kind": "Status", "message": 'services "vgpu-extender" is forbidden'},

@@ -20,12 +20,13 @@ VERSION = f"{PROG} {__version__}"
 OUTPUTS = ("table", "json", "yaml")
 
 _EPILOG = """\
-By default the extender is read through the API server's service proxy, with the
-kubeconfig's credentials: {apiserver}/api/v1/namespaces/NAMESPACE/services/
-SCHEME:SERVICE:PORT/proxy/api/v1/... The API server does not pass an Authorization
-header on to the service, so an extender that requires its admin token for reads
-answers 401 there: give --server URL (e.g. after `kubectl -n vgpu-system port-forward
-svc/vgpu-extender 8443:443`) with --token or VGPU_ADMIN_TOKEN instead.
+By default the extender is read through the API server's service proxy with the
+kubeconfig's credentials:
+  {apiserver}/api/v1/namespaces/NAMESPACE/services/SCHEME:SERVICE:PORT/proxy/api/v1/...
+The API server does not pass the Authorization header on to the service, so there the
+extender's admin token (--token, $VGPU_ADMIN_TOKEN) travels in X-Vgpu-Admin-Token.
+With an extender that does not read that header, use --server URL instead, e.g. after
+  kubectl -n vgpu-system port-forward svc/vgpu-extender 8443:443
 """
 
 
@@ -43,7 +44,7 @@ def _common() -> argparse.ArgumentParser:
     direct.add_argument(
         "--token",
         default=os.environ.get("VGPU_ADMIN_TOKEN") or None,
-        help="the extender's admin token, for --server (default: $VGPU_ADMIN_TOKEN)",
+        help="the extender's admin token (default: $VGPU_ADMIN_TOKEN)",
     )
     direct.add_argument("--ca-file", metavar="PATH", help="CA that signed the server's cert")
     direct.add_argument(
@@ -54,14 +55,20 @@ def _common() -> argparse.ArgumentParser:
     proxy = common.add_argument_group("through the API server (the default)")
     proxy.add_argument("--kubeconfig", metavar="PATH", help="default: $KUBECONFIG, ~/.kube/config")
     proxy.add_argument("--context", help="the kubeconfig context (default: current)")
-    proxy.add_argument("-n", "--namespace", default="vgpu-system", help="the extender's namespace")
-    proxy.add_argument("--service", default="vgpu-extender", help="the extender's Service")
-    proxy.add_argument("--service-port", default="https", help="the Service's port, name or number")
+    proxy.add_argument(
+        "-n", "--namespace", default="vgpu-system", help="the extender's (default: %(default)s)"
+    )
+    proxy.add_argument(
+        "--service", default="vgpu-extender", help="the extender's Service (default: %(default)s)"
+    )
+    proxy.add_argument(
+        "--service-port", default="https", help="its port, name or number (default: %(default)s)"
+    )
     proxy.add_argument(
         "--service-scheme",
         choices=("https", "http"),
         default="https",
-        help="what the extender serves on that port",
+        help="what the extender serves there (default: %(default)s)",
     )
     common.add_argument(
         "--request-timeout", type=float, default=30.0, metavar="SECONDS", help="default: 30"
@@ -83,6 +90,8 @@ def parser() -> argparse.ArgumentParser:
     inspect = commands.add_parser(
         "inspect",
         parents=[common],
+        epilog=_EPILOG,
+        formatter_class=argparse.RawDescriptionHelpFormatter,
         help="nodes and GPUs: memory, cores, slots, health, cordon; one node with its pods",
         description="Every node and GPU (memory and cores used/total, slots, health, "
         "cordon, pods), or one node in detail with its pods.",
@@ -91,6 +100,8 @@ def parser() -> argparse.ArgumentParser:
     whatif = commands.add_parser(
         "whatif",
         parents=[common],
+        epilog=_EPILOG,
+        formatter_class=argparse.RawDescriptionHelpFormatter,
         help="where a pod would go, and why not elsewhere (reserves nothing)",
         description="Ask the extender where the pod would go, with which GPUs, and why "
         "each other node would not take it. Nothing is reserved.",
@@ -115,6 +126,8 @@ def parser() -> argparse.ArgumentParser:
     top = commands.add_parser(
         "top",
         parents=[common],
+        epilog=_EPILOG,
+        formatter_class=argparse.RawDescriptionHelpFormatter,
         help="nodes by free GPU memory, with fragmentation",
         description="Nodes by free GPU memory (nodes that take no pod last), with "
         "their fragmentation, and the cluster's figures.",

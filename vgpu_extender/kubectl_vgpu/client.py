@@ -2,10 +2,11 @@
 
 Directly (``--server``) the extender's admin token goes in ``Authorization``. Through
 the proxy, ``Authorization`` carries our credentials for the API server, which removes
-that header once it has authenticated us and forwards the rest: the extender's token
-cannot travel that way, so reads through the proxy work when the extender serves them
-without one (``VGPU_OPEN_READS``); otherwise use ``--server``, e.g. after
-``kubectl port-forward``. Every failure becomes one line (:class:`PluginError`).
+that header once it has authenticated us and forwards the others: the extender's token
+goes in ``X-Vgpu-Admin-Token`` there instead (an extender that reads only
+``Authorization`` answers 401, and the message says to use ``--server``, e.g. after
+``kubectl port-forward``, or open reads). Every failure becomes one line
+(:class:`PluginError`).
 """
 
 from __future__ import annotations
@@ -23,6 +24,9 @@ if TYPE_CHECKING:
     import httpx
 
 API = "/api/v1"
+#: The extender's admin token when it cannot go in ``Authorization`` (the API server's
+#: proxy consumes that header and forwards this one).
+TOKEN_HEADER = "X-Vgpu-Admin-Token"
 
 
 @dataclass(frozen=True)
@@ -53,15 +57,18 @@ class Endpoint:
         scheme: str,
         headers: dict[str, str],
         verify: ssl.SSLContext | bool,
+        token: str | None = None,
     ) -> Endpoint:
-        """``{apiserver}/api/v1/namespaces/{ns}/services/{scheme}:{name}:{port}/proxy``."""
+        """``{apiserver}/api/v1/namespaces/{ns}/services/{scheme}:{name}:{port}/proxy``,
+        with ``headers`` for the API server and ``token`` for the extender."""
         target = ":".join(quote(part, safe="") for part in (scheme, service, port))
         url = (
             f"{apiserver.rstrip('/')}/api/v1/namespaces/{quote(namespace, safe='')}"
             f"/services/{target}/proxy"
         )
         label = f"service {namespace}/{service} (port {port}) through the API server {apiserver}"
-        return cls(url, dict(headers), verify, True, label)
+        sent = {**headers, TOKEN_HEADER: token} if token else dict(headers)
+        return cls(url, sent, verify, True, label)
 
 
 class AdminClient:
@@ -137,11 +144,11 @@ class AdminClient:
         if status == 404 and missing is not None:
             return PluginError(missing)
         hint = ""
-        if status in (401, 403):
-            hint = (
-                _PROXY_AUTH_HINT
-                if self.endpoint.proxied
-                else "; give the extender's admin token with --token or VGPU_ADMIN_TOKEN"
+        if status in (401, 403) and not self.endpoint.proxied:
+            hint = "; give the extender's admin token with --token or VGPU_ADMIN_TOKEN"
+        elif status in (401, 403):
+            hint = _PROXY_AUTH_HINT.format(
+                sent="it went" if TOKEN_HEADER in self.endpoint.headers else "give --token: it goes"
             )
         return PluginError(f"{where} answered {status}: {detail}{hint}")
 
@@ -168,9 +175,10 @@ def _import_httpx() -> Any:
 
 
 _PROXY_AUTH_HINT = (
-    "; the API server does not forward an Authorization header to the service, so the "
-    "extender's token cannot be sent through its proxy: use --server (for instance with "
-    "kubectl port-forward) or have the extender serve reads openly (VGPU_OPEN_READS)"
+    "; the API server's proxy does not pass Authorization on to the service, so the "
+    f"extender's token travels in {TOKEN_HEADER} ({{sent}} there), which older extenders "
+    "ignore: otherwise use --server (for instance with kubectl port-forward), or open "
+    "the extender's reads (VGPU_OPEN_READS)"
 )
 
 

@@ -50,6 +50,7 @@ def endpoint(args: argparse.Namespace) -> Endpoint:
         scheme=args.service_scheme,
         headers=apiserver.headers,
         verify=verify,
+        token=args.token,
     )
 
 
