@@ -3,6 +3,8 @@
 from __future__ import annotations
 
 import fnmatch
+import subprocess
+import sys
 from importlib import metadata
 
 import pytest
@@ -159,3 +161,31 @@ def test_every_direct_requirement_is_pinned(side: str, extras: tuple[str, ...]) 
         [*project["dependencies"], *(r for extra in extras for r in optional[extra])]
     )
     assert wanted <= set(_pins(side)), wanted - set(_pins(side))
+
+
+# Every node-agent module imported with the extender's packages hidden, as in its image.
+_NODE_AGENT_ALONE = """
+import importlib, pkgutil, sys
+for name in sys.argv[1:]:
+    sys.modules[name] = None
+import device_plugins
+for module in pkgutil.walk_packages(device_plugins.__path__, "device_plugins."):
+    if module.name != "device_plugins.api.generate":  # a developer tool (grpcio-tools)
+        importlib.import_module(module.name)
+from device_plugins.cli import main
+sys.argv = ["vgpu-device-plugin", "--help"]
+main()
+"""
+
+
+def test_the_node_agent_runs_without_the_extender_extra() -> None:
+    hidden = sorted(EXTENDER_ONLY | {"httpx", "swagger_ui_bundle", "httptools"})
+    done = subprocess.run(
+        [sys.executable, "-c", _NODE_AGENT_ALONE, *hidden],
+        cwd=ROOT,
+        capture_output=True,
+        text=True,
+        timeout=120,
+    )
+    assert done.returncode == 0, done.stderr
+    assert "Usage: vgpu-device-plugin" in done.stdout
