@@ -235,9 +235,17 @@ def index_counts(holder: IndexHolder) -> IndexCounts:
     nodes = dict.fromkeys(NODE_STATES, 0)
     with holder.lock:
         index = holder.index
-        for name in index.node_names():
-            nodes[node_state(index.inventory(name).problem)] += 1
         cols = index.cols
+        # A row is ok exactly when its inventory has no problem (free rows are not ok
+        # either): only the rows left need their problem read.
+        nodes["ok"] = int(np.count_nonzero(cols.node_ok))
+        if nodes["ok"] < len(index):
+            for row in np.flatnonzero(~cols.node_ok[: index.row_span]).tolist():
+                try:
+                    name = index.name_of(row)
+                except KeyError:
+                    continue  # a free row
+                nodes[node_state(index.inventory(name).problem)] += 1
         valid = cols.valid
         healthy = int(np.count_nonzero(valid & cols.healthy))
         unhealthy = int(np.count_nonzero(valid & ~cols.healthy))

@@ -189,3 +189,21 @@ def test_two_apps_in_one_process_keep_their_own_series(extender: StartExtender) 
     first.verb("/filter", args(pod_json("p", mem=1000), ["demo-t4-1"]))
     assert _value(_scrape(first), "vgpu_extender_filter_total", result="feasible") == 1
     assert _value(_scrape(second), "vgpu_extender_filter_total", result="feasible") == 0
+
+
+def test_the_alerts_gauges_count_nodes_gpus_memory_and_readiness(extender: StartExtender) -> None:
+    running = extender(demo=True)
+    before = _scrape(running)
+    assert _value(before, "vgpu_extender_ready") == 1
+    assert _value(before, "vgpu_extender_leader_election_enabled") == 0
+    assert _value(before, "vgpu_extender_nodes", state="ok") == 4
+    assert _value(before, "vgpu_extender_devices", health="healthy") == 12
+    assert _value(before, "vgpu_extender_devices", health="unhealthy") == 0
+    assert _value(before, "vgpu_extender_gpu_memory_fragmented_bytes") == 0
+    place(running, pod_json("small", mem=1000), "demo-t4-1")
+    after = _scrape(running)
+    # The T4 the pod shares keeps 14,360 MiB free that a whole-GPU pod cannot use.
+    assert _value(after, "vgpu_extender_gpu_memory_fragmented_bytes") == 14360 * MIB
+    free = _value(before, "vgpu_extender_gpu_memory_free_bytes")
+    assert _value(after, "vgpu_extender_gpu_memory_free_bytes") == free - 1000 * MIB
+    assert _value(after, "vgpu_extender_reservations_expired") == 0
