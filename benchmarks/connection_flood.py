@@ -20,10 +20,14 @@ from __future__ import annotations
 
 import json
 import signal
+import sys
 import tempfile
 import time
 from pathlib import Path
 from typing import Any
+
+if __package__ in (None, ""):  # ``python benchmarks/X.py``: import from the repository root
+    sys.path[0] = str(Path(__file__).resolve().parents[1])
 
 from benchmarks.common import argument_parser, cpu_gauge_ms, percentile, print_table, write_json
 from benchmarks.lean_http import LeanConnection
