@@ -88,6 +88,8 @@ def test_a_bind_through_the_verbs_shows_up_without_a_reload(
 ) -> None:
     _open(page, cluster)
     page.evaluate("window.sameDocument = true")
+    # Tag every node's section, to tell the ones drawn again from the ones kept.
+    page.evaluate("document.querySelectorAll('section.node').forEach((s) => { s.tagged = true; })")
     uuid = "GPU-gpu-h100-1-1"
     before = _api_device(cluster, uuid)
     assert before["memory_used_mib"] == 0
@@ -107,6 +109,12 @@ def test_a_bind_through_the_verbs_shows_up_without_a_reload(
     )
     expect(page.locator('#allocations tr[data-pod="ml/late"]')).to_contain_text(uuid)
     assert page.evaluate("window.sameDocument") is True
+    tagged = page.evaluate(
+        "Object.fromEntries([...document.querySelectorAll('section.node')]"
+        ".map((s) => [s.dataset.node, s.tagged === true]))"
+    )
+    # Only the node that changed was drawn again.
+    assert tagged == {"gpu-a100-1": True, "gpu-h100-1": False, "gpu-t4-1": True}
 
 
 def test_the_what_if_form_says_where_a_pod_would_go_and_why_not_elsewhere(

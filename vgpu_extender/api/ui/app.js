@@ -71,12 +71,16 @@ let again = false;
 async function loop() {
   timer = null;
   running = true;
+  const started = performance.now();
   try {
     if (!document.hidden) await refresh();
   } finally {
     running = false;
   }
-  timer = setTimeout(loop, again ? 0 : REFRESH_MS);
+  // A large cluster takes a while to read and draw: never more than half the time
+  // spent refreshing.
+  const took = performance.now() - started;
+  timer = setTimeout(loop, again ? 0 : Math.max(REFRESH_MS, 2 * took));
   again = false;
 }
 

@@ -77,34 +77,51 @@ function renderDevice(device, actions) {
   );
 }
 
+function renderNode(node, actions) {
+  return el(
+    "section",
+    { class: `node ${node.problem ? "problem" : ""}`, dataset: { node: node.name } },
+    el(
+      "header",
+      {},
+      el("h3", {}, node.name),
+      el(
+        "span",
+        { class: "totals" },
+        `${node.gpus} GPUs (${node.healthy_gpus} healthy, ${node.cordoned_gpus} cordoned) · ` +
+          `memory ${node.memory_used_mib} / ${node.memory_mib} MiB · ` +
+          `compute ${node.cores_used} / ${node.cores} · ${node.allocations} pods · ` +
+          `fragmentation ${percent(node.fragmentation)}`,
+      ),
+      node.problem ? el("span", { class: "problem-text" }, node.problem) : null,
+    ),
+    el("div", { class: "devices" }, (node.devices || []).map((d) => renderDevice(d, actions))),
+  );
+}
+
+// Each node's section is kept while its data stays the same: with thousands of
+// nodes, drawing only those that changed keeps a refresh cheap.
+const drawnNodes = new WeakMap();
+
 export function renderNodes(target, nodes, actions) {
   if (!nodes.length) {
+    drawnNodes.delete(target);
     target.replaceChildren(el("p", { class: "note" }, "No node is registered."));
     return;
   }
-  target.replaceChildren(
-    ...nodes.map((node) =>
-      el(
-        "section",
-        { class: `node ${node.problem ? "problem" : ""}`, dataset: { node: node.name } },
-        el(
-          "header",
-          {},
-          el("h3", {}, node.name),
-          el(
-            "span",
-            { class: "totals" },
-            `${node.gpus} GPUs (${node.healthy_gpus} healthy, ${node.cordoned_gpus} cordoned) · ` +
-              `memory ${node.memory_used_mib} / ${node.memory_mib} MiB · ` +
-              `compute ${node.cores_used} / ${node.cores} · ${node.allocations} pods · ` +
-              `fragmentation ${percent(node.fragmentation)}`,
-          ),
-          node.problem ? el("span", { class: "problem-text" }, node.problem) : null,
-        ),
-        el("div", { class: "devices" }, (node.devices || []).map((d) => renderDevice(d, actions))),
-      ),
-    ),
-  );
+  const before = drawnNodes.get(target) || new Map();
+  const after = new Map();
+  const sections = nodes.map((node) => {
+    const key = JSON.stringify([node, actions.canChange]);
+    const kept = before.get(node.name);
+    const section = kept && kept.key === key ? kept.section : renderNode(node, actions);
+    after.set(node.name, { key, section });
+    return section;
+  });
+  drawnNodes.set(target, after);
+  const current = [...target.children];
+  const same = current.length === sections.length && sections.every((s, i) => s === current[i]);
+  if (!same) target.replaceChildren(...sections);
 }
 
 // One row per pod: an allocation row is one container on one GPU.
