@@ -95,6 +95,12 @@ def configure(level: str = "INFO", fmt: LogFormat = "text", stream: TextIO | Non
     root.setLevel(parse_level(level))
     # Alembic announces each plugin it loads at INFO: noise on every start.
     logging.getLogger("alembic.runtime.plugins").setLevel(logging.WARNING)
+    # urllib3 warns of each of its own retries of an API server that is down, three
+    # lines per try of ours, which logs the outcome (throttled): kept for debug.
+    debugging = root.level <= logging.DEBUG
+    logging.getLogger("urllib3.connectionpool").setLevel(
+        logging.NOTSET if debugging else logging.ERROR
+    )
     for name in UVICORN_LOGGERS:
         logger = logging.getLogger(name)
         logger.handlers.clear()
