@@ -2,8 +2,8 @@
 
 Allocation gauges carry HAMi's names, labels and constant ``zone="vGPU"`` (HAMi's
 ``cmd/scheduler/metrics.go``), so dashboards built for HAMi's scheduler keep working.
-They are computed at scrape time from plain rows a callable returns, so nothing here
-knows the index or the store. The extender's own counters and histograms are named
+They are computed at scrape time from plain rows a callable returns, so they know
+neither the index nor the store. The extender's own counters and histograms are named
 ``vgpu_extender_*``.
 
 ``StateCollector`` adds what the alerts watch, counted at scrape time from the index

@@ -4,9 +4,13 @@ PrometheusRule beside it is checked in test_prometheus_rules.py."""
 
 from __future__ import annotations
 
+import json
+import re
+
 from tests.deploy.manifests import (
     BASE,
     COMPONENTS,
+    DEPLOY,
     KUSTOMIZATION,
     OVERLAYS,
     container,
@@ -58,3 +62,24 @@ def test_it_trusts_the_serving_certificate_by_its_name() -> None:
     certificate = find(objects, "Certificate", tls["ca"]["secret"]["name"])
     assert tls["serverName"] in certificate["spec"]["dnsNames"]
     assert tls["ca"]["secret"]["key"] == "ca.crt"
+
+
+def test_the_dashboard_draws_allocation_from_hamis_metric_names() -> None:
+    dashboard = json.loads((DEPLOY / "grafana" / "vgpu-extender-dashboard.json").read_text())
+    exprs = [t["expr"] for p in dashboard["panels"] for t in p.get("targets", [])]
+    used = {name for expr in exprs for name in re.findall(r"\b(hami_\w+)", expr)}
+    # HAMi's scheduler's allocation gauges (../shared/spec/hami.md section 7).
+    assert used >= {
+        "hami_gpu_memory_limit_bytes",
+        "hami_gpu_memory_allocated_bytes",
+        "hami_gpu_core_limit_ratio",
+        "hami_gpu_core_allocated_ratio",
+        "hami_gpu_shared_count",
+        "hami_node_gpu_memory_allocated_ratio",
+        "hami_vgpu_memory_allocated_bytes",
+        "hami_vgpu_core_allocated_ratio",
+    }
+    # Per node and per GPU, whichever replica's copy Prometheus holds.
+    assert any("sum by (node)" in expr for expr in exprs)
+    assert any("max by (node, device_uuid, device_index)" in expr for expr in exprs)
+    assert {v["name"] for v in dashboard["templating"]["list"]} == {"datasource", "job", "node"}
