@@ -3,6 +3,8 @@
 from __future__ import annotations
 
 import http.client
+import shutil
+import subprocess
 from collections.abc import Iterator
 from pathlib import Path
 
@@ -231,3 +233,27 @@ def test_metrics_address_forms(address: str, bind: tuple[str, int]) -> None:
 def test_bad_metrics_addresses_are_refused(address: str) -> None:
     with pytest.raises(ValueError, match="metrics_address"):
         DevicePluginSettings(metrics_address=address)
+
+
+def test_promtool_accepts_the_exposition(
+    settings: DevicePluginSettings,
+    backend: FakeBackend,
+    gateway: KubernetesGateway,
+    node: str,
+    kubelet: FakeKubelet,
+) -> None:
+    promtool = shutil.which("promtool")
+    if promtool is None:
+        pytest.skip("promtool (Prometheus) is not installed")
+    kubelet.start()
+    agent = DevicePluginAgent(settings, backend=backend, gateway=gateway)
+    with RunningAgent(agent):
+        kubelet.next_registration()
+        eventually(lambda: get(agent, "/readyz")[0] == 200, what="ready")
+        _, text = get(agent, "/metrics")
+    # Prometheus' own linter: names, units, suffixes and HELP as Prometheus wants them.
+    checked = subprocess.run(
+        [promtool, "check", "metrics"], input=text, capture_output=True, text=True, timeout=60
+    )
+    assert checked.returncode == 0, checked.stdout + checked.stderr
+    assert "vgpu_device_plugin_registration_age_seconds " in text
