@@ -138,3 +138,30 @@ def test_probes_answer_over_the_network(
     remote: dict[str | None, RunningExtender], token: str | None, path: str
 ) -> None:
     assert remote[token].client.get(path).status_code == 200
+
+
+@pytest.mark.parametrize("path", GUARDED)
+def test_a_read_through_the_service_proxy_carries_the_token_in_its_own_header(
+    remote: dict[str | None, RunningExtender], path: str
+) -> None:
+    """The API server's service proxy consumes Authorization and passes other headers on."""
+    guarded = remote[TOKEN].client
+    response = guarded.get(path, headers={"X-Vgpu-Admin-Token": TOKEN})
+    assert response.status_code == 200
+    response = guarded.get(path, headers={"X-Vgpu-Admin-Token": "not-it"})
+    assert response.status_code == 401
+    assert response.json()["detail"] == "wrong token in X-Vgpu-Admin-Token"
+    # Where Authorization came, it decides: a wrong bearer token is not rescued.
+    headers = {"Authorization": "Bearer not-it", "X-Vgpu-Admin-Token": TOKEN}
+    assert guarded.get(path, headers=headers).status_code == 401
+
+
+def test_a_change_needs_the_bearer_token_not_the_proxied_header(
+    remote: dict[str | None, RunningExtender],
+) -> None:
+    guarded = remote[TOKEN].client
+    response = guarded.post(
+        "/api/v1/devices/GPU-none/cordon", headers={"X-Vgpu-Admin-Token": TOKEN}
+    )
+    assert response.status_code == 401
+    assert "missing bearer token" in response.json()["detail"]

@@ -19,12 +19,22 @@ import ipaddress
 from typing import Annotated
 
 from fastapi import Depends, HTTPException, Request, status
-from fastapi.security import HTTPAuthorizationCredentials, HTTPBearer
+from fastapi.security import APIKeyHeader, HTTPAuthorizationCredentials, HTTPBearer
 
 from vgpu_extender.settings import Settings
 
 #: Documents the scheme in OpenAPI; the check below gives the errors their wording.
 bearer = HTTPBearer(auto_error=False, description="The extender's admin_token (VGPU_ADMIN_TOKEN).")
+
+#: The token a read may carry instead: the API server's service proxy consumes the
+#: ``Authorization`` header and passes other headers on (``kubectl vgpu`` sends it there).
+#: Changes still need ``Authorization``.
+PROXIED_TOKEN_HEADER = "X-Vgpu-Admin-Token"
+proxied_token = APIKeyHeader(
+    name=PROXIED_TOKEN_HEADER,
+    auto_error=False,
+    description="The admin_token, for reads through the API server's service proxy.",
+)
 
 _CHALLENGE = {"WWW-Authenticate": "Bearer"}
 
@@ -65,13 +75,24 @@ async def require_reader(
     request: Request,
     settings: Annotated[Settings, Depends(get_settings)],
     credentials: Annotated[HTTPAuthorizationCredentials | None, Depends(bearer)],
+    proxied: Annotated[str | None, Depends(proxied_token)],
 ) -> None:
-    """Let a read through: with the token when one is configured, from loopback when
-    none is, from anyone with ``open_reads``."""
+    """Let a read through: with the token when one is configured (as a bearer token, or
+    in ``X-Vgpu-Admin-Token`` when no ``Authorization`` came), from loopback when none
+    is, from anyone with ``open_reads``."""
     if settings.open_reads:
         return
     if settings.admin_token is not None:
-        _check_token(credentials, settings.admin_token.get_secret_value())
+        expected = settings.admin_token.get_secret_value()
+        if credentials is None and proxied is not None:
+            if not token_matches(proxied, expected):
+                raise HTTPException(
+                    status.HTTP_401_UNAUTHORIZED,
+                    f"wrong token in {PROXIED_TOKEN_HEADER}",
+                    headers=_CHALLENGE,
+                )
+            return
+        _check_token(credentials, expected)
         return
     host = request.client.host if request.client else ""
     if not is_loopback(host):
