@@ -59,8 +59,14 @@ def buildable_dirs() -> list[Path]:
 
 
 def manifest_files() -> list[Path]:
-    """Every YAML file under deploy/ that is a resource or a patch (not a kustomization)."""
-    return sorted(p for p in DEPLOY.rglob("*.yaml") if p.name != KUSTOMIZATION)
+    """Every YAML file under deploy/ that is a resource or a patch (not a kustomization;
+    not deploy/prometheus/, Prometheus' own rule file and its promtool tests)."""
+    prometheus = DEPLOY / "prometheus"
+    return sorted(
+        p
+        for p in DEPLOY.rglob("*.yaml")
+        if p.name != KUSTOMIZATION and not p.is_relative_to(prometheus)
+    )
 
 
 def object_key(obj: Obj) -> tuple[str, str, str, str]:

@@ -13,6 +13,7 @@ from __future__ import annotations
 import logging
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass, field
+from datetime import datetime
 from typing import Annotated, Any
 
 from anyio import to_thread
@@ -21,7 +22,13 @@ from sqlalchemy import event
 from sqlalchemy.engine import ExceptionContext
 from starlette.types import ASGIApp, Message, Receive, Scope, Send
 
-from vgpu_extender.metrics import AllocationCollector, CountsCollector, GrantRow, Metrics
+from vgpu_extender.metrics import (
+    AllocationCollector,
+    CountsCollector,
+    GrantRow,
+    Metrics,
+    StateCollector,
+)
 from vgpu_extender.services import admin
 from vgpu_extender.services.binding import BindRequest
 from vgpu_extender.services.events import UnschedulableReporter
@@ -134,6 +141,20 @@ class Operations:
                     health=health,
                     what="metrics: per-pod gauges",
                 ),
+            )
+        )
+        metrics.add_collector(
+            StateCollector(
+                cluster=runtime.cluster,
+                ready=lambda: all(check.ok for check in self.readiness().values()),
+                reserved_since=LastGood[Sequence[datetime]](
+                    lambda: admin.reserved_since(runtime.sessions),
+                    (),
+                    health=health,
+                    what="metrics: reservations",
+                ),
+                reservation_ttl_s=settings.reservation_ttl_s,
+                leader_elect=settings.leader_elect,
             )
         )
         conflicts = runtime.conflicts

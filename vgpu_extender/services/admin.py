@@ -15,6 +15,7 @@ from __future__ import annotations
 
 from collections.abc import Iterable, Mapping
 from dataclasses import dataclass
+from datetime import datetime
 
 from sqlalchemy.orm import Session, sessionmaker
 
@@ -272,6 +273,12 @@ def stored_pods(
 ) -> dict[str, store.StoredPod]:
     with sessions() as session:
         return store.assignments(session, node=node)
+
+
+def reserved_since(sessions: sessionmaker[Session]) -> list[datetime]:
+    """When each pod still waiting for its Binding was reserved (for the alerts)."""
+    with sessions() as session:
+        return store.reserved_since(session)
 
 
 def live_reports(

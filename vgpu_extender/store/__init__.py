@@ -43,6 +43,7 @@ from vgpu_extender.store.repository import (
     remove_node,
     reserve,
     reserve_all,
+    reserved_since,
     upsert_node,
 )
 
@@ -80,6 +81,7 @@ __all__ = [
     "remove_node",
     "reserve",
     "reserve_all",
+    "reserved_since",
     "run_transaction",
     "schema_revision",
     "session_factory",

@@ -10,7 +10,7 @@ from __future__ import annotations
 from collections.abc import Sequence
 from datetime import datetime
 
-from sqlalchemy import bindparam, delete, select, update
+from sqlalchemy import bindparam, delete, func, select, update
 from sqlalchemy.orm import Session
 
 from vgpu_extender.store.database import Unit, connection_of
@@ -118,6 +118,19 @@ def expire_reservations(
         .returning(AllocationModel.pod_uid)
     ).all()
     return sorted(set(uids))
+
+
+@store_operation("read reservations")
+def reserved_since(session: Unit) -> list[datetime]:
+    """When each pod still waiting for its Binding was reserved (its first row's time),
+    oldest first: one grouped read of the reserved rows, however many pods are bound."""
+    statement = (
+        select(func.min(_a.c.created_at))
+        .where(_a.c.state == _RESERVED)
+        .group_by(_a.c.pod_uid)
+        .order_by(func.min(_a.c.created_at))
+    )
+    return list(connection_of(session).scalars(statement))
 
 
 @store_operation("purge released")

@@ -14,6 +14,7 @@ from vgpu_extender.store.allocations import (
     mark_many_bound,
     purge_released,
     release,
+    reserved_since,
 )
 from vgpu_extender.store.nodes import (
     NODE_ABSENT,
@@ -46,5 +47,6 @@ __all__ = [
     "remove_node",
     "reserve",
     "reserve_all",
+    "reserved_since",
     "upsert_node",
 ]
