@@ -457,12 +457,16 @@ def _register_plugins(target: typer.Typer) -> None:
         module.register(target)
 
 
+def _no_type(ctx: object) -> None:
+    return None
+
+
 def command() -> ClickCommand:
     """The click command behind ``app``, with ``--version`` on every subcommand and no
     type tags (``TEXT``, ``INTEGER``) in the help: the help text says what to give."""
     import copy
 
-    from typer.core import TyperOption
+    from typer.core import TyperArgument, TyperOption
     from typer.main import get_command
 
     group = get_command(app)
@@ -471,6 +475,9 @@ def command() -> ClickCommand:
         for param in sub.params:
             if isinstance(param, TyperOption):
                 param.metavar = ""
+            elif isinstance(param, TyperArgument):
+                # An argument's name stays in the usage line; only its tag goes.
+                setattr(param, "display_type_rich", _no_type)  # noqa: B010
         if sub is not group:
             # The root's own --version, its value kept out of the command's arguments.
             version = copy.copy(next(p for p in group.params if p.name == "version"))

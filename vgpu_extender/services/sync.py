@@ -52,6 +52,13 @@ logger = logging.getLogger(__name__)
 _unavailable_log = ThrottledLog(logger)
 
 
+def watch_backoff() -> HealthyReset:
+    """A watch loop's retry schedule (a function, so a test can give it a clock)."""
+    return HealthyReset(
+        Backoff(initial_s=RETRY_INITIAL_S, cap_s=RETRY_CAP_S), healthy_s=WATCH_HEALTHY_S
+    )
+
+
 def _warn(exc: Exception, message: str, *args: object) -> None:
     if isinstance(exc, StoreUnavailable):
         _unavailable_log.warning(StoreUnavailable.__name__, message, *args)
@@ -495,9 +502,7 @@ class SyncService:
         handle: Callable[[str, KubeObject], None],
         version: str | None,
     ) -> None:
-        backoff = HealthyReset(
-            Backoff(initial_s=RETRY_INITIAL_S, cap_s=RETRY_CAP_S), healthy_s=WATCH_HEALTHY_S
-        )
+        backoff = watch_backoff()
         while not self._stop.is_set():
             try:
                 if version is None:
