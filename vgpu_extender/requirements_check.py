@@ -20,8 +20,8 @@ EXTENDER_MODULES = {
     "alembic": "alembic",
     "psycopg": "psycopg",
     "numpy": "numpy",
-    "httpx": "httpx",
-    "swagger_ui_bundle": "swagger-ui-bundle",
+    "msgspec": "msgspec",
+    "swagger_ui_bundle": "swagger-ui-bundle-v2",
 }
 INSTALL = "pip install 'vgpu-extender[extender]'"
 

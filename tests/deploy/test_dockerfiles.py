@@ -137,7 +137,8 @@ def _requirement_names(texts: list[str]) -> set[str]:
 def test_the_base_requirements_are_the_node_agents() -> None:
     base = _requirement_names(pyproject()["project"]["dependencies"])
     assert not EXTENDER_ONLY & base
-    assert {"grpcio", "protobuf", "nvidia-ml-py", "kubernetes", "msgspec"} <= base
+    assert {"grpcio", "protobuf", "nvidia-ml-py", "kubernetes", "httpx"} <= base
+    assert "msgspec" not in base  # the extender's fast JSON, not the agent's
     # What pip reads: the installed metadata's unconditional requirements.
     installed = [
         text for text in metadata.requires("vgpu-extender") or [] if "extra ==" not in text

@@ -12,10 +12,8 @@ from pathlib import Path
 
 import pytest
 
-#: The extender's web, database and numeric stacks.
-FRAMEWORKS = ("fastapi", "starlette", "uvicorn", "sqlalchemy", "alembic", "numpy")
-#: Still imported through vgpu_extender.vendors.nvidia.inventory_codec (module level).
-PENDING = ("msgspec",)
+#: The extender's web, database, numeric and fast-JSON stacks.
+FRAMEWORKS = ("fastapi", "starlette", "uvicorn", "sqlalchemy", "alembic", "numpy", "msgspec")
 AGENT_MODULES = ("device_plugins.cli", "device_plugins.agent", "device_plugins.__main__")
 
 
@@ -43,18 +41,7 @@ def roots() -> set[str]:
 
 @pytest.mark.parametrize(
     "module",
-    [
-        *FRAMEWORKS,
-        *(
-            pytest.param(
-                name,
-                marks=pytest.mark.xfail(
-                    strict=True, reason="vgpu_extender's inventory codec imports it at load"
-                ),
-            )
-            for name in PENDING
-        ),
-    ],
+    FRAMEWORKS,
 )
 def test_the_agent_does_not_import(roots: set[str], module: str) -> None:
     assert "device_plugins" in roots  # the probe itself worked

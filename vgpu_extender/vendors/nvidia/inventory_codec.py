@@ -15,13 +15,14 @@ from __future__ import annotations
 
 import json
 from collections.abc import Iterable, Mapping
-from typing import Any
-
-import msgspec
+from typing import TYPE_CHECKING, Any
 
 from vgpu_extender.domain import Device, InventoryError
 from vgpu_extender.domain.device import DEFAULT_MODE
 from vgpu_extender.vendors import gostrconv
+
+if TYPE_CHECKING:
+    from vgpu_extender.vendors.nvidia.inventory_wire import WireDevice
 
 _INT32_MAX = 2**31 - 1
 _INT64 = (-(2**63), 2**63 - 1)
@@ -88,29 +89,14 @@ def decode_cordon(value: str) -> frozenset[str]:
 # -- JSON ------------------------------------------------------------------------------
 
 
-class _WireDevice(msgspec.Struct):
-    """One device as the plugin writes it; the types checked while decoding (a bool is
-    not an int, as in Go), the bounds and the id afterwards."""
-
-    id: str
-    index: int | None = None
-    count: int | None = None
-    devmem: int | None = None
-    devcore: int | None = None
-    type: str | None = None
-    numa: int | None = None
-    mode: str | None = None
-    health: bool | None = None
-
-
-#: The common case decoded and type-checked in C: thousands of Node objects can arrive
-#: in one scheduling request (``nodeCacheCapable: false``).
-_WIRE_DEVICES = msgspec.json.Decoder(list[_WireDevice] | None)
-
-
 def _decode_json(text: str, vendor: str) -> tuple[Device, ...]:
+    # Imported on the first decode: the node agent only encodes, and ships without msgspec.
+    import msgspec
+
+    from vgpu_extender.vendors.nvidia.inventory_wire import WIRE_DEVICES
+
     try:
-        wire = _WIRE_DEVICES.decode(text)
+        wire = WIRE_DEVICES.decode(text)
     except msgspec.DecodeError:
         pass  # not that shape: the field-by-field path below names what is wrong
     else:
@@ -151,7 +137,7 @@ def _device_from_json(position: int, item: object, vendor: str) -> Device:
     )
 
 
-def _device_from_wire(position: int, item: _WireDevice, vendor: str) -> Device:
+def _device_from_wire(position: int, item: WireDevice, vendor: str) -> Device:
     """As ``_device_from_json``, for a device whose field types are already checked."""
     uuid = _uuid(position, item.id)
     index, count, memory, cores, numa = (
