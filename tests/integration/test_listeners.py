@@ -165,6 +165,8 @@ ADMIN_PATHS = [
     ("GET", "/api/v1/nodes"),
     ("GET", "/gpushare-scheduler/inspect"),
     ("GET", "/openapi.json"),
+    ("GET", "/ui"),
+    ("GET", "/docs"),
 ]
 HEALTH_PATHS = [("GET", "/healthz"), ("GET", "/readyz")]
 
