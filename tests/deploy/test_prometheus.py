@@ -28,7 +28,20 @@ COMPONENT = COMPONENTS / "prometheus"
 def test_the_component_lists_the_service_monitor_and_the_rules() -> None:
     (spec,) = load_documents(COMPONENT / KUSTOMIZATION)
     assert spec["kind"] == "Component"
-    assert spec["resources"] == ["service-monitor.yaml", "prometheus-rule.yaml"]
+    assert spec["resources"] == ["service-monitor.yaml", "prometheus-rule.yaml", "pod-monitor.yaml"]
+
+
+def test_the_pod_monitor_scrapes_the_node_agents_metrics_port() -> None:
+    (monitor,) = load_documents(COMPONENT / "pod-monitor.yaml")
+    agent = find(BASE_OBJECTS, "DaemonSet", "vgpu-device-plugin")
+    assert monitor["metadata"]["namespace"] == agent["metadata"]["namespace"]
+    assert monitor["spec"]["selector"]["matchLabels"] == agent["spec"]["selector"]["matchLabels"]
+    (endpoint,) = monitor["spec"]["podMetricsEndpoints"]
+    (agent_container,) = agent["spec"]["template"]["spec"]["containers"]
+    ports = {p["name"]: p["containerPort"] for p in agent_container["ports"]}
+    assert endpoint["port"] in ports and endpoint["path"] == "/metrics"
+    probes = agent_container["readinessProbe"]["httpGet"]
+    assert probes["port"] in (endpoint["port"], ports[endpoint["port"]])
 
 
 def test_the_rules_live_beside_the_service_monitor() -> None:
