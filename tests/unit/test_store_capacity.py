@@ -100,13 +100,15 @@ def test_committed_usage(pods: list[PodAssignment], expected: dict[str, DeviceUs
         pytest.param(
             {}, pod([("gx", 1, 0)]), set(), Reason.UUID_MISMATCH, "not on node n", id="unknown"
         ),
-        # A device without core accounting (cores 0) takes zero-core grants.
+        # A device with no cores has none left to share: the engine never chooses it for
+        # a zero-core grant (HAMi's CardComputeUnitsExhausted), and the re-check, which
+        # evaluates the same stage table, refuses it too.
         pytest.param(
             {"g2": DeviceUsage(10, 0, 1)},
             pod([("g2", 10, 0)]),
             set(),
-            None,
-            "",
+            Reason.NO_COMPUTE,
+            "all cores in use (0/0)",
             id="coreless-device",
         ),
         # Init 6000 + app 2000 on g0 collapse to 6000: fits next to 2000 in use.

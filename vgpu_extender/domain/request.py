@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 from dataclasses import dataclass
+from typing import Any
 
 
 @dataclass(frozen=True, slots=True)
@@ -31,10 +32,18 @@ class ContainerRequest:
     def exclusive(self) -> bool:
         return self.cores >= 100
 
-    def memory_on(self, device_memory_mib: int) -> int:
-        """MiB this container reserves on a device with that much memory."""
+    @property
+    def slots(self) -> int:
+        """Allocation slots one share takes on each of its devices."""
+        return 1
+
+    def memory_on(self, device_memory_mib: Any) -> Any:
+        """MiB this container reserves on a device with that much memory (an int, or an
+        int array of many devices' memory: the answer has the same shape)."""
         if self.memory_mib > 0:
             return self.memory_mib
+        if self.memory_percent == 100:  # a whole device's memory: no arithmetic needed
+            return device_memory_mib
         return device_memory_mib * self.memory_percent // 100
 
 

@@ -2,10 +2,11 @@
 
 Runs only on the node kube-scheduler picked (at bind) or on the few nodes a
 multi-container pod needs confirmed, so a plain loop over a handful of devices is
-the right tool. The policy only orders candidate devices; the rules live here:
-a device at most once per container, split count, exclusivity, NUMA binding, and
-init containers sized against the node before the pod (they run before the app
-containers, so the pod's footprint is the larger of the two, see PodAssignment).
+the right tool. The policy only orders candidate devices; whether a share fits one
+device is the share model's stage table (``engine.rules``); the placement rules live
+here: a device at most once per container, NUMA binding, and init containers sized
+against the node before the pod (they run before the app containers, so the pod's
+footprint is the larger of the two, see PodAssignment).
 """
 
 from __future__ import annotations
@@ -23,9 +24,12 @@ from vgpu_extender.domain import (
     Reason,
     Rejection,
 )
+from vgpu_extender.domain.share import Capacity, ShareModel
 from vgpu_extender.engine.columns import UNLIMITED
 from vgpu_extender.engine.index import ClusterIndex
+from vgpu_extender.engine.rules import first_failing
 from vgpu_extender.engine.selection import selector_mask
+from vgpu_extender.vendors.registry import DEFAULT_SHARE
 
 
 @dataclass(slots=True)
@@ -46,6 +50,8 @@ class NodeState:
     #: node once the pod is placed read them.
     host_cpu_free: int = UNLIMITED
     pod_cpu_milli: int = 0
+    #: The stage table a share must pass on these devices.
+    share: ShareModel = DEFAULT_SHARE
 
     @classmethod
     def of(cls, index: ClusterIndex, row: int, request: PodRequest | None = None) -> NodeState:
@@ -69,6 +75,7 @@ class NodeState:
             slots_free=cols.slots_free[row, :n].tolist(),
             host_cpu_free=int(cols.cpu_free[row]),
             pod_cpu_milli=request.cpu_milli if request is not None else 0,
+            share=index.share,
         )
 
     def copy(self) -> NodeState:
@@ -84,31 +91,29 @@ class NodeState:
             list(self.slots_free),
             self.host_cpu_free,
             self.pod_cpu_milli,
+            self.share,
         )
+
+    def free(self, slot: int) -> Capacity:
+        return Capacity(self.slots_free[slot], self.mem_free[slot], self.cores_free[slot])
+
+    def total(self, slot: int) -> Capacity:
+        return Capacity(self.slots_total[slot], self.mem_total[slot], self.cores_total[slot])
 
     def fits(self, slot: int, container: ContainerRequest) -> Reason | None:
         """None when one share of ``container`` fits on the device, else why not."""
         if not self.usable[slot]:
             return Reason.UNHEALTHY
-        if self.slots_free[slot] <= 0:
-            return Reason.SLOTS
-        if container.exclusive and self.slots_free[slot] != self.slots_total[slot]:
-            return Reason.EXCLUSIVE
-        if self.mem_free[slot] < container.memory_on(self.mem_total[slot]):
-            return Reason.MEMORY
-        if container.cores > 0 and self.cores_free[slot] < container.cores:
-            return Reason.CORES
-        if container.cores == 0 and self.cores_free[slot] <= 0:
-            return Reason.NO_COMPUTE
-        return None
+        failed = first_failing(self.share, self.free(slot), self.total(slot), container)
+        return None if failed is None else failed.reason
 
     def take(self, slot: int, container: ContainerRequest) -> DeviceGrant:
-        memory = container.memory_on(self.mem_total[slot])
-        self.mem_free[slot] -= memory
-        self.cores_free[slot] -= container.cores
-        self.slots_free[slot] -= 1
+        used = self.share.consumed(self.total(slot), container)
+        self.slots_free[slot] -= used.slots
+        self.mem_free[slot] -= used.memory
+        self.cores_free[slot] -= used.cores
         dev = self.devices[slot]
-        return DeviceGrant(dev.uuid, memory, container.cores, dev.vendor)
+        return DeviceGrant(dev.uuid, used.memory, used.cores, dev.vendor)
 
 
 class DeviceRanker(Protocol):

@@ -1,4 +1,5 @@
-"""Why nodes reject a pod: HAMi's fit order, replayed as cumulative masks.
+"""Why nodes reject a pod: the registration stages, then the share model's stage table
+(HAMi's fit order for NVIDIA), replayed as cumulative masks.
 
 Only rejected nodes are explained, all of them at once. For each device container,
 every stage of the fit order is one mask (over the rejected rows' devices, or over the
@@ -24,6 +25,7 @@ from dataclasses import dataclass
 import numpy as np
 
 from vgpu_extender.domain import ContainerRequest, PodRequest, Reason, Rejection
+from vgpu_extender.domain.share import Capacity, ShareModel
 from vgpu_extender.engine.columns import (
     BoolGrid,
     DeviceColumns,
@@ -33,6 +35,7 @@ from vgpu_extender.engine.columns import (
     per_node_count,
 )
 from vgpu_extender.engine.index import ClusterIndex
+from vgpu_extender.engine.rules import cumulative_masks, fits_when_empty
 from vgpu_extender.engine.selection import type_mask, uuid_mask
 from vgpu_extender.engine.verdicts import UNSET, Verdicts
 
@@ -192,7 +195,7 @@ def _explain_container(
         # and allocates no large temporary copies.
         grids = _Grids.whole(cols, static, numa_values is not None)
         at = sub
-    _explain_usage(grids, at, pending, container, numa_values, verdicts)
+    _explain_usage(index.share, grids, at, pending, container, numa_values, verdicts)
 
 
 def _explain_static(
@@ -323,8 +326,14 @@ class _Grids:
             _take(cols.numa, rows) if numa else None,
         )
 
+    def capacities(self) -> tuple[Capacity, Capacity]:
+        """Free and total capacity of these devices."""
+        free = Capacity(self.slots_free, self.mem_free, self.cores_free)
+        return free, Capacity(self.slots_total, self.mem_total, self.cores_total)
+
 
 def _explain_usage(
+    share: ShareModel,
     grids: _Grids,
     at: IntVec,
     pending: IntVec,
@@ -332,30 +341,11 @@ def _explain_usage(
     numa_values: Sequence[int] | None,
     verdicts: Verdicts,
 ) -> None:
-    """Rows (``at``: their rows in ``grids``) with enough allowed devices: slots,
-    exclusivity, memory or cores in use."""
+    """Rows (``at``: their rows in ``grids``) with enough allowed devices: the share
+    model's stages (slots, exclusivity, memory, cores for NVIDIA), in its order."""
     k = container.count
-    need_mem: IntGrid | int = container.memory_mib
-    if container.memory_mib <= 0:
-        need_mem = (
-            grids.mem_total
-            if container.memory_percent == 100
-            else grids.mem_total * container.memory_percent // 100
-        )
-    reasons = [Reason.SLOTS]
-    masks = [grids.allowed & (grids.slots_free > 0)]
-    if container.exclusive:
-        reasons.append(Reason.EXCLUSIVE)
-        masks.append(masks[-1] & (grids.slots_free == grids.slots_total))
-    reasons.append(Reason.MEMORY)
-    masks.append(masks[-1] & (grids.mem_free >= need_mem))
-    if container.cores > 0:
-        reasons.append(Reason.CORES)
-        masks.append(masks[-1] & (grids.cores_free >= container.cores))
-    else:  # no share of the cores asked for, but some must be left to run at all
-        reasons.append(Reason.NO_COMPUTE)
-        masks.append(masks[-1] & (grids.cores_free > 0))
-
+    free, total = grids.capacities()
+    stages, masks = cumulative_masks(share, free, total, container, grids.allowed)
     # The masks are cumulative, so counts only fall from stage to stage: the first stage a
     # row fails is the number of stages it passes.
     counts: list[IntVec] = []
@@ -367,29 +357,25 @@ def _explain_usage(
     if not failing.any():
         return
     # Could the container ever fit, with every allocation on the node released?
-    ever = grids.allowed
-    if not (container.memory_percent == 100 and container.memory_mib <= 0):
-        ever = ever & (grids.mem_total >= need_mem)
-    if container.cores > 0:
-        ever = ever & (grids.cores_total >= container.cores)
+    ever = fits_when_empty(share, total, container, grids.allowed)
     never_fits = np.take(_count(ever, grids.numa, numa_values), at) < k
     on_k = verdicts.detail_code(f"on {k} gpus" if k > 1 else "")
-    for s, reason in enumerate(reasons):
+    consumed = share.consumed(total, container)
+    for s, stage in enumerate(stages):
         hit = failing & (first == s)
         if not hit.any():
             continue
+        reason = stage.reason
         where, unresolvable, rows = pending[hit], never_fits[hit], at[hit]
         before = grids.allowed if s == 0 else masks[s - 1]
-        if reason is Reason.MEMORY:
-            if isinstance(need_mem, int):
-                need: IntVec | int = need_mem
-            else:
-                need = _least(need_mem, before, rows)
-            best = _kth_best(grids.mem_free, before, rows, k, grids.numa, numa_values)
+        if stage.measure is not None:
+            need_all = getattr(consumed, stage.measure)
+            need: IntVec | int = (
+                int(need_all) if np.ndim(need_all) == 0 else _least(need_all, before, rows)
+            )
+            offered = getattr(free, stage.measure)
+            best = _kth_best(offered, before, rows, k, grids.numa, numa_values)
             verdicts.set(where, reason, need, best, unresolvable, on_k)
-        elif reason is Reason.CORES:
-            best = _kth_best(grids.cores_free, before, rows, k, grids.numa, numa_values)
-            verdicts.set(where, reason, container.cores, best, unresolvable, on_k)
         elif reason is Reason.NO_COMPUTE:
             _set_no_compute(verdicts, where, k, counts[s][hit], unresolvable)
         else:

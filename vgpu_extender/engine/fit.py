@@ -1,8 +1,8 @@
 """Vectorised feasibility: which candidate nodes can take a pod right now.
 
-For each container that asks for devices, one pass of NumPy operations over the
-whole device grid says which devices could hold it; a row-wise sum says how many
-per node. That is exact for single-container pods (the usual case); pods with
+For each container that asks for devices, the share model's stages, each a NumPy
+expression over the whole device grid, say which devices could hold it; a row-wise sum
+says how many per node. That is exact for single-container pods (the usual case); pods with
 several device containers are then confirmed node by node by the exact device
 choice, but only on the nodes that passed the vectorised check.
 
@@ -21,6 +21,7 @@ from itertools import compress
 import numpy as np
 
 from vgpu_extender.domain import ContainerRequest, PodAssignment, PodRequest, Reason, Rejection
+from vgpu_extender.domain.share import Capacity
 from vgpu_extender.engine.columns import (
     BoolGrid,
     BoolVec,
@@ -32,6 +33,7 @@ from vgpu_extender.engine.columns import (
 from vgpu_extender.engine.explain import distinct_shapes, explain_rows_cached, request_key
 from vgpu_extender.engine.fit_cache import Names
 from vgpu_extender.engine.index import ClusterIndex
+from vgpu_extender.engine.rules import fitting_mask
 from vgpu_extender.engine.selection import selector_mask
 
 ExactCheck = Callable[[int], "PodAssignment | Rejection"]
@@ -53,48 +55,39 @@ def memory_need(
 ) -> IntGrid | int:
     """MiB the container needs on each device of the first ``rows`` rows (a scalar unless
     it asks for a percentage)."""
-    if container.memory_mib > 0:
-        return container.memory_mib
-    mem_total = cols.mem_total[:rows]
-    if container.memory_percent == 100:  # a whole device's memory: no arithmetic needed
-        return mem_total
-    return mem_total * container.memory_percent // 100
+    need: IntGrid | int = container.memory_on(cols.mem_total[:rows])
+    return need
 
 
-def fitting_devices(cols: DeviceColumns, container: ContainerRequest, static: BoolGrid) -> BoolGrid:
+def fitting_devices(index: ClusterIndex, container: ContainerRequest, static: BoolGrid) -> BoolGrid:
     """Devices that can hold one share of ``container`` now, in the rows ``static`` covers
     (the first ``len(static)`` rows of the grid)."""
     n = static.shape[0]
-    return _fitting(container, static, *(column[:n] for column in _usage_columns(cols)))
+    free, total = _capacities(*(column[:n] for column in _usage_columns(index.cols)))
+    return fitting_mask(index.share, free, total, container, static)
 
 
 def _usage_columns(cols: DeviceColumns) -> tuple[IntGrid, ...]:
-    return (cols.slots_free, cols.slots_total, cols.mem_free, cols.mem_total, cols.cores_free)
+    return (
+        cols.slots_free,
+        cols.slots_total,
+        cols.mem_free,
+        cols.mem_total,
+        cols.cores_free,
+        cols.cores_total,
+    )
 
 
-def _fitting(
-    container: ContainerRequest,
-    static: BoolGrid,
+def _capacities(
     slots_free: IntGrid,
     slots_total: IntGrid,
     mem_free: IntGrid,
     mem_total: IntGrid,
     cores_free: IntGrid,
-) -> BoolGrid:
-    ok = static & (slots_free > 0)
-    if container.memory_mib > 0:
-        ok &= mem_free >= container.memory_mib
-    elif container.memory_percent == 100:  # a whole device's memory: no arithmetic needed
-        ok &= mem_free >= mem_total
-    else:
-        ok &= mem_free >= mem_total * container.memory_percent // 100
-    if container.cores > 0:
-        ok &= cores_free >= container.cores
-    else:
-        ok &= cores_free > 0
-    if container.exclusive:
-        ok &= slots_free == slots_total
-    return ok
+    cores_total: IntGrid,
+) -> tuple[Capacity, Capacity]:
+    """Free and total capacity of the grid (or rows) these columns are of."""
+    return Capacity(slots_free, mem_free, cores_free), Capacity(slots_total, mem_total, cores_total)
 
 
 def static_mask(index: ClusterIndex, request: PodRequest) -> BoolGrid:
@@ -198,15 +191,15 @@ def _judge(
         static = _take(cols.usable, safe)
         if chosen is not None:
             static &= _take(chosen, safe)
-        usage = [_take(column, safe) for column in _usage_columns(cols)]
+        free, total = _capacities(*(_take(column, safe) for column in _usage_columns(cols)))
         numa = _take(cols.numa, safe)
         for container in containers:
-            ok = _fitting(container, static, *usage)
+            ok = fitting_mask(index.share, free, total, container, static)
             good &= per_node_count(ok, numa, numa_values) >= container.count
     else:
         static = _static(cols, chosen, span)
         for container in containers:
-            ok = fitting_devices(cols, container, static)
+            ok = fitting_devices(index, container, static)
             counts = per_node_count(ok, cols.numa[:span], numa_values)
             good &= counts[safe] >= container.count
     if request.cpu_milli or request.host_memory_mib:

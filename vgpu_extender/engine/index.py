@@ -14,10 +14,12 @@ from operator import itemgetter
 import numpy as np
 
 from vgpu_extender.domain import Device, DeviceUsage, NodeInventory, PodAssignment
+from vgpu_extender.domain.share import ShareModel
 from vgpu_extender.engine.columns import UNLIMITED, DeviceColumns, IntVec
 from vgpu_extender.engine.fit_cache import FitCache
 from vgpu_extender.engine.rejection_cache import RejectionCache
 from vgpu_extender.engine.row_vectors import FloatVec, RowCompute, RowVectors
+from vgpu_extender.vendors.registry import DEFAULT_SHARE
 
 #: Candidate lists at least this long are remembered by ``rows_of``; shorter ones cost
 #: less to look up than a comparison with a remembered list.
@@ -43,7 +45,11 @@ class Allocation:
 class ClusterIndex:
     """Nodes, devices and allocations, with per-device NumPy columns."""
 
-    def __init__(self, *, initial_nodes: int = 64, initial_slots: int = 8) -> None:
+    def __init__(
+        self, *, initial_nodes: int = 64, initial_slots: int = 8, share: ShareModel | None = None
+    ) -> None:
+        #: How a share of the devices is judged (the stage table every fit evaluates).
+        self.share = share if share is not None else DEFAULT_SHARE
         # Slots stay a power of two, at least 8: count_per_row reads 8 cells per word.
         self.cols = DeviceColumns(initial_nodes, _next_power(max(8, initial_slots)))
         self._row_of: dict[str, int] = {}

@@ -1,6 +1,7 @@
 """A plain-Python reference for the vectorised fit, built only from inventories and
-allocation records (never from the NumPy columns). Tests check the two agree; the
-benchmark measures how much the columns buy.
+allocation records (never from the NumPy columns): a greedy loop evaluating the share
+model's stage table on one device at a time. Tests check the two agree; the benchmark
+measures how much the columns buy.
 """
 
 from __future__ import annotations
@@ -8,7 +9,9 @@ from __future__ import annotations
 from collections.abc import Sequence
 
 from vgpu_extender.domain import ContainerRequest, Device, NodeInventory, PodRequest
+from vgpu_extender.domain.share import Capacity, ShareModel
 from vgpu_extender.engine.index import ClusterIndex
+from vgpu_extender.engine.rules import first_failing
 
 
 def free_capacity(index: ClusterIndex, node: str) -> dict[str, list[int]]:
@@ -23,15 +26,10 @@ def free_capacity(index: ClusterIndex, node: str) -> dict[str, list[int]]:
     return free
 
 
-def _device_fits(dev: Device, free: list[int], c: ContainerRequest) -> bool:
+def _device_fits(share: ShareModel, dev: Device, free: list[int], c: ContainerRequest) -> bool:
     mem_free, cores_free, slots_free = free
-    if slots_free <= 0:
-        return False
-    if c.exclusive and slots_free != dev.count:
-        return False
-    if mem_free < c.memory_on(dev.memory_mib):
-        return False
-    return cores_free >= c.cores if c.cores > 0 else cores_free > 0
+    total = Capacity(dev.count, dev.memory_mib, dev.cores)
+    return first_failing(share, Capacity(slots_free, mem_free, cores_free), total, c) is None
 
 
 def _host_fits(index: ClusterIndex, request: PodRequest, inv: NodeInventory) -> bool:
@@ -74,7 +72,7 @@ def reference_fits(index: ClusterIndex, request: PodRequest, node: str) -> bool:
         if not c.wants_devices:
             continue
         state = {u: list(v) for u, v in base.items()} if c.init else free
-        fitting = [d for d in usable if _device_fits(d, state[d.uuid], c)]
+        fitting = [d for d in usable if _device_fits(index.share, d, state[d.uuid], c)]
         if request.numa_bind:
             groups: dict[int, list[Device]] = {}
             for d in fitting:
@@ -83,9 +81,10 @@ def reference_fits(index: ClusterIndex, request: PodRequest, node: str) -> bool:
         if len(fitting) < c.count:
             return False
         for d in fitting[: c.count]:
-            state[d.uuid][0] -= c.memory_on(d.memory_mib)
-            state[d.uuid][1] -= c.cores
-            state[d.uuid][2] -= 1
+            used = index.share.consumed(Capacity(d.count, d.memory_mib, d.cores), c)
+            state[d.uuid][0] -= used.memory
+            state[d.uuid][1] -= used.cores
+            state[d.uuid][2] -= used.slots
     return True
 
 

@@ -26,7 +26,9 @@ import numpy as np
 import numpy.typing as npt
 
 from vgpu_extender.domain import ContainerRequest, DeviceSelector
+from vgpu_extender.domain.share import Capacity, ShareModel
 from vgpu_extender.engine import ClusterIndex, NodeState
+from vgpu_extender.engine.rules import fitting_mask
 from vgpu_extender.policies.base import FloatVec, IntVec
 from vgpu_extender.policies.typical_pods import WeightedShape
 
@@ -111,6 +113,8 @@ class Devices:
     slots_total: IntArr
     slots_free: IntArr
     cpu: IntArr
+    #: The stage table a share must pass on these devices.
+    share: ShareModel
 
     @classmethod
     def of_rows(cls, index: ClusterIndex, rows: IntVec) -> Devices:
@@ -126,6 +130,7 @@ class Devices:
             slots_total=c.slots_total[rows],
             slots_free=c.slots_free[rows],
             cpu=c.cpu_free[rows],
+            share=index.share,
         )
 
     @classmethod
@@ -142,6 +147,7 @@ class Devices:
             slots_total=np.array([state.slots_total], dtype=np.int64),
             slots_free=np.array([state.slots_free], dtype=np.int64),
             cpu=np.array([state.host_cpu_free], dtype=np.int64),
+            share=state.share,
         )
 
     def take(self, positions: IntArr) -> Devices:
@@ -156,7 +162,11 @@ class Devices:
             slots_total=self.slots_total[positions],
             slots_free=self.slots_free[positions],
             cpu=self.cpu[positions],
+            share=self.share,
         )
+
+    def total(self) -> Capacity:
+        return Capacity(self.slots_total, self.mem_total, self.cores_total)
 
     def state_key(self, row: int) -> tuple[object, ...]:
         """One node's state as plain values, comparable with ``NodeState``'s."""
@@ -218,15 +228,11 @@ def device_fits(
     slots_free: IntArr,
     d: Devices,
     type_ok: BoolArr | None,
-    need: IntArr | int | None = None,
 ) -> BoolArr:
-    """Devices that could hold one share of ``container`` (the engine's device rules);
-    ``need`` is the container's memory per device, when the caller has it already."""
-    need = memory_need(container, d) if need is None else need
-    ok: BoolArr = d.usable & (slots_free > 0) & (mem_free >= need)
-    ok &= (cores_free >= container.cores) if container.cores > 0 else (cores_free > 0)
-    if container.exclusive:
-        ok &= slots_free == d.slots_total
+    """Devices that could hold one share of ``container``: the share model's stages,
+    as the engine evaluates them."""
+    free = Capacity(slots_free, mem_free, cores_free)
+    ok = fitting_mask(d.share, free, d.total(), container, d.usable)
     if type_ok is not None:
         ok &= type_ok
     return ok
@@ -234,18 +240,11 @@ def device_fits(
 
 def taken(container: ContainerRequest, d: Devices, where: BoolArr) -> tuple[IntArr, IntArr, IntArr]:
     """Free memory, cores and slots after one share of ``container`` on ``where``."""
-    mem = np.where(where, d.mem_free - memory_need(container, d), d.mem_free)
-    cores = np.where(where, d.cores_free - container.cores, d.cores_free)
-    slots = np.where(where, d.slots_free - 1, d.slots_free)
+    used = d.share.consumed(d.total(), container)
+    mem = np.where(where, d.mem_free - used.memory, d.mem_free)
+    cores = np.where(where, d.cores_free - used.cores, d.cores_free)
+    slots = np.where(where, d.slots_free - used.slots, d.slots_free)
     return mem, cores, slots
-
-
-def memory_need(container: ContainerRequest, d: Devices) -> IntArr | int:
-    """MiB one share of ``container`` takes on each device."""
-    if container.memory_mib > 0:
-        return container.memory_mib
-    need: IntArr = d.mem_total * container.memory_percent // 100
-    return need
 
 
 # --------------------------------------------------------------------------- F itself
@@ -258,7 +257,6 @@ class ClassStats:
     total: IntArr
     fit: list[BoolArr]
     type_ok: list[BoolArr | None]
-    need: list[IntArr | int]
     fit_sum: IntArr
     fit_count: IntArr
 
@@ -274,19 +272,16 @@ class ClassStats:
         n = g.shape[0]
         fit: list[BoolArr] = []
         type_ok: list[BoolArr | None] = []
-        needs: list[IntArr | int] = []
         fit_sum = np.zeros((len(shapes.classes), n), dtype=np.int64)
         fit_count = np.zeros((len(shapes.classes), n), dtype=np.int64)
         for u, klass in enumerate(shapes.classes):
             ok_type = d.type_ok(klass.types)
-            need = memory_need(klass.container, d)
-            ok = device_fits(klass.container, mem, cores, slots, d, ok_type, need)
+            ok = device_fits(klass.container, mem, cores, slots, d, ok_type)
             fit.append(ok)
             type_ok.append(ok_type)
-            needs.append(need)
             fit_sum[u] = np.where(ok, g, 0).sum(axis=1)
             fit_count[u] = ok.sum(axis=1)
-        return cls(g, g.sum(axis=1), fit, type_ok, needs, fit_sum, fit_count)
+        return cls(g, g.sum(axis=1), fit, type_ok, fit_sum, fit_count)
 
     def fragmentation(self, shapes: CompiledShapes, cpu: IntArr) -> FloatVec:
         """F per node with ``cpu`` host CPU free: ``R - sum_m p_m [m fits] Q_m``."""
@@ -321,9 +316,7 @@ def one_device_after(
         lost = shapes.class_weights(stats.fit_count - 1, cpu_after)
         for u, klass in enumerate(shapes.classes):
             before = stats.fit[u]
-            after = device_fits(
-                klass.container, mem2, cores2, slots2, d, stats.type_ok[u], stats.need[u]
-            )
+            after = device_fits(klass.container, mem2, cores2, slots2, d, stats.type_ok[u])
             fit_sum = stats.fit_sum[u][:, None] - np.where(before, g, 0) + np.where(after, g2, 0)
             weight = np.where(before & ~after, lost[u][:, None], kept[u][:, None])
             after_total -= weight * fit_sum

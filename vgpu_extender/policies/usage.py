@@ -57,7 +57,7 @@ def device_usage_score(
     used_slots = state.slots_total[slot] - state.slots_free[slot]
     used_cores = state.cores_total[slot] - state.cores_free[slot]
     used_mem = state.mem_total[slot] - state.mem_free[slot]
-    req_mem = container.memory_on(state.mem_total[slot])
+    req_mem: int = container.memory_on(state.mem_total[slot])
     return 10.0 * (
         weights.slot * (1 + used_slots) / count
         + weights.core * (container.cores + used_cores) / cores

@@ -384,6 +384,7 @@ class BindingService:
                     for p, a in chosen
                 ],
                 now=self._clock(),
+                share=self._cluster.index.share,
             )
             if self._kube is None:
                 written = [

@@ -33,7 +33,7 @@ class ClusterState:
         policy_options: PolicyOptions | None = None,
     ) -> None:
         self.vendor = vendor
-        self.index = ClusterIndex()
+        self.index = ClusterIndex(share=vendor.share)
         self.registry = PolicyRegistry(policy_options)
         self.planner_config = planner_config or PlannerConfig()
         self.planner = Planner(self.index, self.registry, self.planner_config)

@@ -415,6 +415,7 @@ class SyncService:
                     name=kobj.name(pod),
                     assignment=assignment,
                     now=self._clock(),
+                    share=self._cluster.index.share,
                 )
         except store.AlreadyAllocated:
             # Recorded by another replica: the index learns it from the store.

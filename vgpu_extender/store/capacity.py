@@ -2,11 +2,11 @@
 
 The engine decides placements from its in-memory index; this check runs inside the
 store transaction that holds the node's lock, against what is really committed, so
-that two binds racing on one node can never over-allocate a device. It is pure and
-mirrors the engine's per-device rules: health, cordon, slots, memory, cores, an
-exclusive (100 cores) grant needing an empty device, and no zero-core grant on a
-device whose cores are all taken. An import (a pod already running on its devices)
-is checked for over-commitment only: ``find_overcommits``.
+that two binds racing on one node can never over-allocate a device. It is pure: after
+health and cordons it evaluates the vendor's stage table (``engine.rules``), the one
+the engine placed the pod by, on each device's committed usage, in the words the vendor
+gives each stage. An import (a pod already running on its devices) is checked for
+over-commitment only: ``find_overcommits``.
 """
 
 from __future__ import annotations
@@ -16,9 +16,9 @@ from dataclasses import dataclass, replace
 from typing import NamedTuple
 
 from vgpu_extender.domain import Device, DeviceGrant, DeviceUsage, PodAssignment, Reason
-
-#: Cores of one whole device; a grant of this much asks for the device alone.
-EXCLUSIVE_CORES = 100
+from vgpu_extender.domain.share import Capacity, ShareModel
+from vgpu_extender.engine.rules import misfit_on_device
+from vgpu_extender.vendors.registry import DEFAULT_SHARE
 
 
 @dataclass(frozen=True, slots=True)
@@ -108,12 +108,13 @@ def find_misfit(
     cordoned: frozenset[str],
     committed: Mapping[str, DeviceUsage],
     assignment: PodAssignment,
+    share: ShareModel = DEFAULT_SHARE,
 ) -> Misfit | None:
     """The first device on which ``assignment`` does not fit, or None when it all fits."""
     empty = DeviceUsage(0, 0, 0)
     for uuid, want in assignment.footprint().items():
         misfit = _device_misfit(
-            node, uuid, devices.get(uuid), uuid in cordoned, committed.get(uuid, empty), want
+            share, node, uuid, devices.get(uuid), uuid in cordoned, committed.get(uuid, empty), want
         )
         if misfit is not None:
             return misfit
@@ -126,6 +127,7 @@ def find_overcommits(
     devices: Mapping[str, Device],
     committed: Mapping[str, DeviceUsage],
     assignment: PodAssignment,
+    share: ShareModel = DEFAULT_SHARE,
 ) -> list[Misfit]:
     """Every device on which a pod already running there (an import) does not fit
     beside what is committed, by ``find_misfit``'s rules less health and cordons: those
@@ -136,13 +138,14 @@ def find_overcommits(
         device = devices.get(uuid)
         if device is not None and not device.healthy:
             device = replace(device, healthy=True)
-        misfit = _device_misfit(node, uuid, device, False, committed.get(uuid, empty), want)
+        misfit = _device_misfit(share, node, uuid, device, False, committed.get(uuid, empty), want)
         if misfit is not None:
             found.append(misfit)
     return found
 
 
 def _device_misfit(
+    share: ShareModel,
     node: str,
     uuid: str,
     device: Device | None,
@@ -157,37 +160,14 @@ def _device_misfit(
         return Misfit(Reason.UNHEALTHY, uuid, f"{where} is unhealthy")
     if cordoned:
         return Misfit(Reason.CORDONED, uuid, f"{where} is cordoned")
-    if used.slots + want.slots > device.count:
-        return Misfit(
-            Reason.SLOTS,
-            uuid,
-            f"{where} over-allocated: slots {used.slots + want.slots}/{device.count}",
-        )
-    if used.memory_mib + want.memory_mib > device.memory_mib:
-        total = used.memory_mib + want.memory_mib
-        return Misfit(
-            Reason.MEMORY,
-            uuid,
-            f"{where} over-allocated: memory {total}/{device.memory_mib} MiB",
-        )
-    if used.cores + want.cores > device.cores:
-        return Misfit(
-            Reason.CORES,
-            uuid,
-            f"{where} over-allocated: cores {used.cores + want.cores}/{device.cores}",
-        )
-    if want.cores >= EXCLUSIVE_CORES and used.slots > 0:
-        return Misfit(
-            Reason.EXCLUSIVE,
-            uuid,
-            f"{where} is in use by {used.slots} allocation(s); "
-            f"an exclusive grant (cores {want.cores}) needs an empty device",
-        )
-    if want.cores == 0 and device.cores > 0 and used.cores >= device.cores:
-        return Misfit(
-            Reason.NO_COMPUTE,
-            uuid,
-            f"{where} has all cores in use ({used.cores}/{device.cores}); "
-            "a grant with cores 0 cannot share it",
-        )
-    return None
+    failed = misfit_on_device(
+        share,
+        where,
+        Capacity(used.slots, used.memory_mib, used.cores),
+        Capacity(device.count, device.memory_mib, device.cores),
+        share.held(want),
+    )
+    if failed is None:
+        return None
+    stage, message = failed
+    return Misfit(stage.reason, uuid, message)

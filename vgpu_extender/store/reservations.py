@@ -37,6 +37,7 @@ from sqlalchemy.sql import ClauseElement
 from sqlalchemy.sql.elements import BindParameter
 
 from vgpu_extender.domain import Device, DeviceGrant, PodAssignment, Reason
+from vgpu_extender.domain.share import ShareModel
 from vgpu_extender.store import driver
 from vgpu_extender.store.capacity import (
     HeldGrant,
@@ -57,6 +58,7 @@ from vgpu_extender.store.errors import (
 from vgpu_extender.store.limits import check_pod
 from vgpu_extender.store.models import Base
 from vgpu_extender.store.records import LIVE_STATES, AllocationState
+from vgpu_extender.vendors.registry import DEFAULT_SHARE
 
 # Every bind runs these, so they are plain Core statements on the tables, compiled once
 # per dialect and run as the driver's SQL (``store.driver``): no ORM objects to hydrate,
@@ -271,9 +273,14 @@ def _unusable(node: _LockedNode) -> StoreConflict | None:
 
 
 def _misfit(
-    node: _LockedNode, assignment: PodAssignment, devices: dict[str, Device], held: list[HeldGrant]
+    share: ShareModel,
+    node: _LockedNode,
+    assignment: PodAssignment,
+    devices: dict[str, Device],
+    held: list[HeldGrant],
 ) -> StoreConflict | None:
     misfit = find_misfit(
+        share=share,
         node=node.name,
         devices=devices,
         cordoned=node.cordoned,
@@ -370,7 +377,11 @@ def _rows_of(pod: Reservation) -> _Rows | StoreInputError:
 
 @store_operation("reserve")
 def reserve_all(
-    session: Unit, reservations: Sequence[Reservation], *, now: datetime | None = None
+    session: Unit,
+    reservations: Sequence[Reservation],
+    *,
+    now: datetime | None = None,
+    share: ShareModel = DEFAULT_SHARE,
 ) -> list[StoreError | None]:
     """Reserve several pods' assignments on one node, in order, inside the caller's
     transaction.
@@ -417,7 +428,7 @@ def reserve_all(
             refusal = (
                 state.already_allocated(uid)
                 or unusable
-                or _misfit(node, rows.pod.assignment, state.devices, held)
+                or _misfit(share, node, rows.pod.assignment, state.devices, held)
             )
         if refusal is not None:
             outcomes.append(name_operation(refusal, "reserve"))
@@ -442,6 +453,7 @@ def reserve(
     assignment: PodAssignment,
     container_indices: Sequence[int] | None = None,
     now: datetime | None = None,
+    share: ShareModel = DEFAULT_SHARE,
 ) -> None:
     """Reserve ``assignment`` for the pod, inside the caller's transaction.
 
@@ -452,7 +464,7 @@ def reserve(
     unless everything fits.
     """
     pod = Reservation(pod_uid, namespace, name, assignment, container_indices)
-    (refusal,) = reserve_all(session, [pod], now=now)
+    (refusal,) = reserve_all(session, [pod], now=now, share=share)
     if refusal is not None:
         raise refusal
 
@@ -467,6 +479,7 @@ def import_assignment(
     assignment: PodAssignment,
     container_indices: Sequence[int] | None = None,
     now: datetime | None = None,
+    share: ShareModel = DEFAULT_SHARE,
 ) -> None:
     """Record, as bound, an assignment a pod already runs with (found in its annotations).
 
@@ -491,6 +504,7 @@ def import_assignment(
         raise already
     _check_devices_known(node, rows.grants, state)
     misfits = find_overcommits(
+        share=share,
         node=node.name,
         devices=state.devices,
         committed=committed_by_grants(state.held),

@@ -11,6 +11,7 @@ from collections.abc import Iterable, Mapping
 from typing import Any, Protocol
 
 from vgpu_extender.domain import Device, DeviceGrant, PodAssignment, PodRequest
+from vgpu_extender.domain.share import ShareModel
 
 
 class Vendor(Protocol):
@@ -19,6 +20,11 @@ class Vendor(Protocol):
     @property
     def name(self) -> str:
         """The vendor word, e.g. ``NVIDIA``: HAMi's ``CommonWord()``."""
+        ...
+
+    @property
+    def share(self) -> ShareModel:
+        """How the vendor's devices are shared: the stages a share must pass."""
         ...
 
     @property

@@ -10,8 +10,10 @@ from collections.abc import Callable, Mapping
 from types import MappingProxyType
 from typing import Any
 
+from vgpu_extender.domain.share import ShareModel
 from vgpu_extender.vendors.base import Vendor
 from vgpu_extender.vendors.nvidia import NvidiaConfig, NvidiaVendor
+from vgpu_extender.vendors.nvidia.share import NVIDIA_SHARE
 
 VendorFactory = Callable[[Mapping[str, Any]], Vendor]
 
@@ -22,6 +24,10 @@ def _nvidia(settings: Mapping[str, Any]) -> Vendor:
 
 #: Name -> factory. Read-only: adding a vendor is one entry here.
 VENDORS: Mapping[str, VendorFactory] = MappingProxyType({"nvidia": _nvidia})
+
+#: The share model of an index or a store re-check built without one: the default
+#: vendor's (the vendor set chosen by settings passes its own).
+DEFAULT_SHARE: ShareModel = NVIDIA_SHARE
 
 
 def create_vendor(name: str, settings: Mapping[str, Any] | None = None) -> Vendor:

@@ -6,8 +6,10 @@ from collections.abc import Iterable, Mapping
 from typing import Any
 
 from vgpu_extender.domain import Device, DeviceGrant, PodAssignment, PodRequest
+from vgpu_extender.domain.share import ShareModel
 from vgpu_extender.vendors.nvidia import allocation_codec, inventory_codec, request
 from vgpu_extender.vendors.nvidia.config import NvidiaConfig
+from vgpu_extender.vendors.nvidia.share import NVIDIA_SHARE
 
 
 class NvidiaVendor:
@@ -26,6 +28,10 @@ class NvidiaVendor:
     @property
     def name(self) -> str:
         return self._config.vendor_word
+
+    @property
+    def share(self) -> ShareModel:
+        return NVIDIA_SHARE
 
     @property
     def resource_names(self) -> frozenset[str]:

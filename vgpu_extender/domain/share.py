@@ -1,0 +1,118 @@
+"""How a vendor shares one device, as data: the stages one share must pass.
+
+A device offers capacity in three dimensions (allocation slots, memory, compute units);
+a share of it asks for some of each (``ShareDemand``). The vendor's ``ShareModel``
+lists, in order, the stages a share must pass on a device, each with the neutral reason
+that names its failure. Every place that decides whether a share fits evaluates that one
+table: the vectorised fit over the whole device grid, the explanation of rejected nodes,
+the exact device choice, the plain reference, the store's re-check at bind and the
+fragmentation policy.
+
+A stage's test is written once and serves both the grid and a single device: it only
+compares and does arithmetic on the ``Capacity`` values it is given, which are NumPy
+arrays (one cell per device) or plain ints (one device), and returns a mask of the same
+shape or a bool.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Callable
+from dataclasses import dataclass
+from typing import Any, NamedTuple, Protocol
+
+from vgpu_extender.domain.assignment import DeviceUsage
+from vgpu_extender.domain.reasons import Reason
+
+
+class Capacity(NamedTuple):
+    """Free or total capacity of a device (ints) or of every device of a grid (int arrays)."""
+
+    slots: Any
+    memory: Any
+    cores: Any
+
+
+class ShareDemand(Protocol):
+    """What one share asks of one device: ``slots`` allocations, memory (MiB, or when
+    that is 0 a percentage of the device's memory), compute units."""
+
+    @property
+    def slots(self) -> int: ...
+
+    @property
+    def memory_mib(self) -> int: ...
+
+    @property
+    def memory_percent(self) -> int: ...
+
+    @property
+    def cores(self) -> int: ...
+
+    @property
+    def exclusive(self) -> bool:
+        """Whether the share asks for the device alone."""
+        ...
+
+    def memory_on(self, device_memory_mib: Any) -> Any:
+        """MiB it takes on a device (or each device of a grid) with that much memory."""
+        ...
+
+
+#: A stage's test: ``(free, total, demand)`` to a bool, or a mask over the grid.
+StageTest = Callable[[Capacity, Capacity, ShareDemand], Any]
+#: The store's words for a stage failed at bind: ``(where, used, total, demand)``, where
+#: ``used`` is what is committed on the device, this share included.
+MisfitText = Callable[[str, Capacity, Capacity, ShareDemand], str]
+
+
+def _always(demand: ShareDemand) -> bool:
+    return True
+
+
+@dataclass(frozen=True, slots=True)
+class Stage:
+    """One rule a share must pass on a device.
+
+    ``applies`` says whether the stage is in force for a demand (an exclusivity stage
+    only for exclusive shares). ``measure`` names the dimension whose numbers explain a
+    failure (``need`` and ``best free``); None explains it by counting devices.
+    """
+
+    reason: Reason
+    test: StageTest
+    misfit: MisfitText
+    applies: Callable[[ShareDemand], bool] = _always
+    measure: str | None = None
+
+
+@dataclass(frozen=True, slots=True)
+class ShareModel:
+    """A vendor's devices as the engine sees them: the ordered stages of one share, and
+    what a share takes from a device."""
+
+    name: str
+    stages: tuple[Stage, ...]
+    #: What one share takes from a device of that total: ``(total, demand) -> Capacity``.
+    consumed: Callable[[Capacity, ShareDemand], Capacity]
+    #: A share already given, from a pod's footprint on a device: what the store
+    #: re-checks at bind and on import.
+    held: Callable[[DeviceUsage], ShareDemand]
+
+    def stages_for(self, demand: ShareDemand) -> tuple[Stage, ...]:
+        """The stages in force for ``demand``, in order."""
+        return tuple(stage for stage in self.stages if stage.applies(demand))
+
+
+@dataclass(frozen=True, slots=True)
+class HeldShare:
+    """A share already given (a pod's footprint on one device, memory in MiB), as a
+    demand; the vendor's ``ShareModel.held`` says whether it is exclusive."""
+
+    slots: int
+    memory_mib: int
+    cores: int
+    exclusive: bool
+    memory_percent: int = 0
+
+    def memory_on(self, device_memory_mib: Any) -> Any:
+        return self.memory_mib
