@@ -18,7 +18,7 @@ def fitting_mask(
     stages = model.stages_for(demand)
     if not stages:
         return within.copy()
-    ok = within & stages[0].test(free, total, demand)
+    ok: BoolGrid = within & stages[0].test(free, total, demand)
     for stage in stages[1:]:
         ok &= stage.test(free, total, demand)
     return ok
