@@ -428,6 +428,7 @@ def migrate(
     from vgpu_extender import store
     from vgpu_extender.redaction import hide_passwords
 
+    warn_unknown_variables(None, None)
     settings = build_settings({"database_url": database_url}, MIGRATE_FLAGS)
     try:
         store.migrate(settings.database_url)

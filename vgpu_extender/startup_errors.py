@@ -178,7 +178,10 @@ def describe(exc: BaseException, settings: Any = None) -> StartupError:
             ("database_url",),
             url,
         )
-    if type(exc).__module__.startswith("kubernetes") or "kubeconfig" in text.lower():
+    module = type(exc).__module__
+    # A kubeconfig that is not YAML fails in the YAML parser, before the client knows.
+    yaml_kubeconfig = module.startswith("yaml") and getattr(settings, "kubeconfig", None)
+    if module.startswith("kubernetes") or yaml_kubeconfig or "kubeconfig" in text.lower():
         return StartupError(
             f"cannot load the Kubernetes configuration: {text}",
             "fix the kubeconfig, or run standalone (VGPU_KUBE_MODE=off, --standalone)",

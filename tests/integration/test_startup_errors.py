@@ -248,3 +248,11 @@ def test_the_port_in_use_is_one_line(tmp_path: Path) -> None:
         "error: VGPU_PORT (--port), VGPU_ADMIN_PORT, VGPU_METRICS_PORT: cannot listen"
     )
     assert str(port) in outcome.line
+
+
+def test_a_kubeconfig_that_is_not_yaml_is_one_line(tmp_path: Path) -> None:
+    kubeconfig = tmp_path / "kubeconfig"
+    kubeconfig.write_text("clusters: [oops", encoding="utf-8")
+    line = serve(tmp_path, "--kubeconfig", str(kubeconfig), env={"VGPU_KUBE_MODE": "auto"}).line
+    assert line.startswith("error: VGPU_KUBECONFIG (--kubeconfig): cannot load the Kubernetes")
+    assert "--standalone" in line
