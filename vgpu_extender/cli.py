@@ -183,10 +183,7 @@ def serve(
     port: Annotated[int | None, _option("Port to listen on.", "port")] = None,
     demo: Annotated[
         bool | None,
-        typer.Option(
-            "--demo/--no-demo",
-            help=_DEMO_HELP,
-        ),
+        typer.Option("--demo/--no-demo", help=_DEMO_HELP),
     ] = None,
     inventory: Annotated[
         Path | None, _option("Standalone inventory file (JSON or YAML).", "inventory_file")
@@ -239,20 +236,12 @@ def serve(
         guard, run = prepare(settings)
     try:
         run()
-    except SystemExit as exc:
+    except SystemExit:
         if guard.error is None:
             raise
-        failed: BaseException | None = exc
-    else:
-        failed = None
-    if guard.error is not None:
-        fail(
-            [describe(guard.error, settings).with_flags(SERVE_FLAGS)],
-            debug=debug,
-            cause=guard.error,
-        )
-    if failed is not None:
-        raise failed
+    if guard.error is not None:  # the lifespan failed: uvicorn exited, said nothing
+        error = describe(guard.error, settings).with_flags(SERVE_FLAGS)
+        fail([error], debug=debug, cause=guard.error)
 
 
 def early_logging(level: str | None, fmt: str | None) -> None:
