@@ -3,7 +3,7 @@
 from __future__ import annotations
 
 from dataclasses import dataclass
-from typing import Any
+from typing import Any, ClassVar
 
 
 @dataclass(frozen=True, slots=True)
@@ -23,6 +23,8 @@ class ContainerRequest:
     cores: int = 0
     init: bool = False
     priority: int | None = None
+    #: Allocation slots one share takes on each of its devices.
+    slots: ClassVar[int] = 1
 
     @property
     def wants_devices(self) -> bool:
@@ -31,11 +33,6 @@ class ContainerRequest:
     @property
     def exclusive(self) -> bool:
         return self.cores >= 100
-
-    @property
-    def slots(self) -> int:
-        """Allocation slots one share takes on each of its devices."""
-        return 1
 
     def memory_on(self, device_memory_mib: Any) -> Any:
         """MiB this container reserves on a device with that much memory (an int, or an

@@ -24,7 +24,7 @@ from vgpu_extender.domain import (
     Reason,
     Rejection,
 )
-from vgpu_extender.domain.share import Capacity, ShareModel
+from vgpu_extender.domain.share import Capacity, ShareModel, Stage
 from vgpu_extender.engine.columns import UNLIMITED
 from vgpu_extender.engine.index import ClusterIndex
 from vgpu_extender.engine.rules import first_failing
@@ -100,11 +100,14 @@ class NodeState:
     def total(self, slot: int) -> Capacity:
         return Capacity(self.slots_total[slot], self.mem_total[slot], self.cores_total[slot])
 
-    def fits(self, slot: int, container: ContainerRequest) -> Reason | None:
-        """None when one share of ``container`` fits on the device, else why not."""
+    def fits(
+        self, slot: int, container: ContainerRequest, stages: Sequence[Stage] | None = None
+    ) -> Reason | None:
+        """None when one share of ``container`` fits on the device, else why not;
+        ``stages``: the share model's stages for ``container``, when the caller has them."""
         if not self.usable[slot]:
             return Reason.UNHEALTHY
-        failed = first_failing(self.share, self.free(slot), self.total(slot), container)
+        failed = first_failing(self.share, self.free(slot), self.total(slot), container, stages)
         return None if failed is None else failed.reason
 
     def take(self, slot: int, container: ContainerRequest) -> DeviceGrant:
@@ -174,8 +177,9 @@ def _pick(
     k = container.count
     failures: dict[Reason, int] = {}
     fitting: list[int] = []
+    stages = state.share.stages_for(container)
     for slot in range(len(state.devices)):
-        why = state.fits(slot, container)
+        why = state.fits(slot, container, stages)
         if why is None:
             fitting.append(slot)
         else:

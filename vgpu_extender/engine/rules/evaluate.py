@@ -7,6 +7,8 @@ store's re-check), so the rule is written once, in the vendor's table.
 
 from __future__ import annotations
 
+from collections.abc import Sequence
+
 from vgpu_extender.domain.share import Capacity, ShareDemand, ShareModel, Stage
 from vgpu_extender.engine.columns import BoolGrid
 
@@ -47,11 +49,17 @@ def fits_when_empty(
 
 
 def first_failing(
-    model: ShareModel, free: Capacity, total: Capacity, demand: ShareDemand
+    model: ShareModel,
+    free: Capacity,
+    total: Capacity,
+    demand: ShareDemand,
+    stages: Sequence[Stage] | None = None,
 ) -> Stage | None:
-    """The first stage one share fails on one device (ints), or None when it fits."""
-    for stage in model.stages:
-        if stage.applies(demand) and not stage.test(free, total, demand):
+    """The first stage one share fails on one device (ints), or None when it fits.
+    ``stages``, when given, is ``model.stages_for(demand)`` already (a caller judging many
+    devices for one demand asks once)."""
+    for stage in model.stages_for(demand) if stages is None else stages:
+        if not stage.test(free, total, demand):
             return stage
     return None
 
