@@ -118,6 +118,8 @@ def test_serve_logs_its_store_without_the_password_or_the_token(tmp_path: Path) 
     process = spawn_extender(
         env={
             "VGPU_DATABASE_URL": url,
+            # The database is down on purpose: one retry window, not the default 30 s.
+            "VGPU_DATABASE_STARTUP_TIMEOUT_S": "2",
             "VGPU_KUBE_MODE": "off",
             "VGPU_ADMIN_TOKEN": TOKEN,
             "VGPU_LOG_LEVEL": "DEBUG",
