@@ -25,8 +25,8 @@ from device_plugins.nodelock import NodeLock, held_by, release_lock
 from device_plugins.pending import PendingPod, PendingPodFinder
 from device_plugins.pods import PodView
 from device_plugins.replicas import ReplicaIdError, physical_uuid
+from device_plugins.vendor import encode_containers, nvidia
 from vgpu_extender.domain import DeviceGrant
-from vgpu_extender.vendors.nvidia.allocation_codec import encode_containers
 from vgpu_extender.vendors.nvidia.config import NvidiaConfig
 
 log = logging.getLogger(__name__)
@@ -57,6 +57,7 @@ class PodAllocator:
         self._state = state
         self._hami = hami
         self._config = config or NvidiaConfig()
+        self._vendor = nvidia(self._config)
         self._builder = builder
         self._lock = threading.Lock()
 
@@ -67,7 +68,9 @@ class PodAllocator:
                 "which pod is being admitted",
                 code=AllocationError.UNAVAILABLE,
             )
-        return self._gateway, PendingPodFinder(self._gateway, node=self._node, config=self._config)
+        return self._gateway, PendingPodFinder(
+            self._gateway, node=self._node, config=self._config, vendor=self._vendor
+        )
 
     def preferred_uuids(self, size: int) -> Sequence[str]:
         """The GPUs of the next waiting container of that size; empty when unknown."""
@@ -194,7 +197,7 @@ class PodAllocator:
         )
         patch: dict[str, str | None] = {
             self._config.to_allocate_annotation: encode_containers(
-                remaining, vendor=self._config.vendor_word
+                self._vendor, remaining, node=self._node
             )
         }
         done = not any(remaining)

@@ -12,8 +12,11 @@ from collections.abc import Iterable
 from dataclasses import dataclass
 
 from device_plugins.discovery.base import MODE_MIG, PhysicalDevice
+from device_plugins.vendor import nvidia
 from vgpu_extender.domain import Device
-from vgpu_extender.vendors.nvidia.inventory_codec import encode_inventory
+
+#: The inventory's encoding needs none of the vendor's settings.
+_CODECS = nvidia()
 
 FULL_CORES = 100
 
@@ -62,4 +65,4 @@ def to_devices(devices: Iterable[PhysicalDevice], splitting: Splitting) -> tuple
 
 def register_annotation(devices: Iterable[PhysicalDevice], splitting: Splitting) -> str:
     """The ``hami.io/node-nvidia-register`` value for these devices."""
-    return encode_inventory(to_devices(devices, splitting))
+    return _CODECS.encode_inventory(to_devices(devices, splitting))

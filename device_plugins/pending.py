@@ -15,11 +15,9 @@ from dataclasses import dataclass
 from device_plugins.kube import KubeGateway
 from device_plugins.nodelock import NodeLock, current_lock
 from device_plugins.pods import PodFormatError, PodView, pod_view
+from device_plugins.vendor import BIND_PHASE_ALLOCATING, nvidia
 from vgpu_extender.domain import AnnotationError, DeviceGrant
-from vgpu_extender.vendors.nvidia.allocation_codec import (
-    BIND_PHASE_ALLOCATING,
-    decode_assignment,
-)
+from vgpu_extender.vendors.base import Vendor
 from vgpu_extender.vendors.nvidia.config import NvidiaConfig
 
 log = logging.getLogger(__name__)
@@ -69,10 +67,18 @@ class Lookup:
 
 
 class PendingPodFinder:
-    def __init__(self, gateway: KubeGateway, *, node: str, config: NvidiaConfig) -> None:
+    def __init__(
+        self,
+        gateway: KubeGateway,
+        *,
+        node: str,
+        config: NvidiaConfig,
+        vendor: Vendor | None = None,
+    ) -> None:
         self._gateway = gateway
         self._node = node
         self._config = config
+        self._vendor = vendor or nvidia(config)
 
     def decode(self, pod: PodView) -> PendingPod:
         value = pod.annotations.get(self._config.to_allocate_annotation)
@@ -82,7 +88,7 @@ class PendingPodFinder:
             )
         init = tuple(container.init for container in pod.containers)
         try:
-            return PendingPod(pod, decode_assignment(value, init=init))
+            return PendingPod(pod, self._vendor.decode_assignment(value, init=init))
         except AnnotationError as exc:
             key = self._config.to_allocate_annotation
             return PendingPod(pod, error=f"annotation {key}={value!r} is malformed: {exc}")
