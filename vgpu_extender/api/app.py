@@ -12,19 +12,17 @@ from contextlib import asynccontextmanager
 from datetime import datetime
 
 from fastapi import FastAPI
-from sqlalchemy.exc import SQLAlchemyError
 from starlette.concurrency import run_in_threadpool
 from starlette.types import Receive, Scope, Send
 
 from vgpu_extender.api.listeners import PortRouter, not_found
 from vgpu_extender.api.operations import install as install_operations
 from vgpu_extender.api.routes import admin_v1, extender, gpushare, health, metrics, ui, webhook
-from vgpu_extender.api.store_errors import store_error_handler
+from vgpu_extender.api.store_errors import STORE_FAILURES, store_error_handler
 from vgpu_extender.api.verbs import exception_handler
 from vgpu_extender.kube import KubeClient
 from vgpu_extender.services.runtime import Runtime, connect_kube
 from vgpu_extender.settings import Settings
-from vgpu_extender.store.errors import StoreError
 
 
 class ExtenderApp(FastAPI):
@@ -121,8 +119,8 @@ def create_app(
     app.include_router(ui.router)
     ui.install_docs(app)
     app.add_exception_handler(Exception, exception_handler)
-    app.add_exception_handler(StoreError, store_error_handler)
-    app.add_exception_handler(SQLAlchemyError, store_error_handler)
+    for failure in STORE_FAILURES:  # one handler: 503 with Retry-After
+        app.add_exception_handler(failure, store_error_handler)
     schema = app.openapi
     app.openapi = lambda: extender.document(schema())  # type: ignore[method-assign]
     return app

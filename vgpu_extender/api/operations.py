@@ -18,8 +18,6 @@ from typing import Annotated, Any
 
 from anyio import to_thread
 from fastapi import Depends, FastAPI, Request
-from sqlalchemy import event
-from sqlalchemy.engine import ExceptionContext
 from starlette.types import ASGIApp, Message, Receive, Scope, Send
 
 from vgpu_extender.metrics import (
@@ -119,13 +117,13 @@ class Operations:
         runtime.binding = ObservedBinding(runtime.binding, _BindReport(metrics))
         if runtime.events is not None:
             runtime.events.count_drops(metrics.events_dropped.inc)
-        event.listen(runtime.engine, "handle_error", self._store_error)
         settings = self.settings
         health = StoreHealth(
             runtime.engine,
             interval_s=settings.store_probe_interval_s,
             unready_after=settings.store_unready_after,
             ready_after=settings.store_ready_after,
+            on_error=metrics.store_errors.inc,
         )
         health.start()
         self.store_health = health
@@ -186,7 +184,7 @@ class Operations:
 
     def detach(self) -> None:
         """Stop the helpers (the Lease is given up) before the runtime stops."""
-        runtime, self.runtime = self.runtime, None
+        self.runtime = None
         if self.elector is not None:
             self.elector.stop()
             self.elector = None
@@ -200,13 +198,6 @@ class Operations:
             self.metrics.store_available.set_function(lambda: 0.0)
         self.metrics.import_conflicts.set_function(lambda: 0.0)
         self.metrics.remove_collectors()
-        if runtime is not None and event.contains(
-            runtime.engine, "handle_error", self._store_error
-        ):
-            event.remove(runtime.engine, "handle_error", self._store_error)
-
-    def _store_error(self, context: ExceptionContext) -> None:
-        self.metrics.store_errors.inc()
 
     # ----------------------------------------------------------------- readiness
     def readiness(self) -> dict[str, Check]:

@@ -13,12 +13,11 @@ from typing import Annotated, Any, Literal
 
 from pydantic import BaseModel, ConfigDict, Field
 
-from vgpu_extender import store
 from vgpu_extender.api.nesting import Shallow
 from vgpu_extender.services.admin import NodeReport
-from vgpu_extender.services.admin_actions import WhatIf
+from vgpu_extender.services.admin_actions import NODE_NAME_LIMIT, WhatIf
+from vgpu_extender.services.allocation_queries import AllocationRow, AllocationState
 from vgpu_extender.services.events import reason_of
-from vgpu_extender.store import limits
 
 
 class _Out(BaseModel):
@@ -151,7 +150,7 @@ class AllocationOut(BaseModel):
     bound_at: datetime | None
 
     @classmethod
-    def of(cls, row: store.Allocation) -> AllocationOut:
+    def of(cls, row: AllocationRow) -> AllocationOut:
         return cls.model_validate(
             {
                 "pod_uid": row.pod_uid,
@@ -198,7 +197,7 @@ class PodOut(BaseModel):
     containers: list[ContainerOut]
 
     @classmethod
-    def of(cls, rows: list[store.Allocation]) -> PodOut:
+    def of(cls, rows: list[AllocationRow]) -> PodOut:
         """One pod from its allocation rows (at least one)."""
         containers: dict[int, ContainerOut] = {}
         for row in rows:
@@ -209,7 +208,7 @@ class PodOut(BaseModel):
             container.devices.append(
                 GrantOut(uuid=row.device_uuid, memory_mib=row.memory_mib, cores=row.cores)
             )
-        bound = all(row.state is store.AllocationState.BOUND for row in rows)
+        bound = all(row.state is AllocationState.BOUND for row in rows)
         first = rows[0]
         return cls(
             uid=first.pod_uid,
@@ -278,7 +277,7 @@ class WhatIfOut(BaseModel):
 
 # --------------------------------------------------------------------------- changes
 class InventoryNodeIn(BaseModel):
-    name: str = Field(max_length=limits.NODE_NAME)
+    name: str = Field(max_length=NODE_NAME_LIMIT)
     labels: dict[str, str] = Field(default_factory=dict)
     devices: Annotated[list[dict[str, Any]], Shallow] = Field(
         description="Devices as in the hami.io/node-nvidia-register annotation (JSON form)."

@@ -2,7 +2,7 @@
 
 Every endpoint but the verbs (which answer their own errors, with HTTP 200) reaches
 here with a ``StoreError`` or a driver error: both are classified once
-(``store.errors.classify``) and answered ``503 Service Unavailable`` with
+(``services.store_health.classify``) and answered ``503 Service Unavailable`` with
 ``{"detail": "store unavailable: ..."}`` (or the store's refusal) and ``Retry-After``.
 Never a traceback, in the body or the log: the log gets one line per kind of failure
 per interval, through the store health monitor that readiness reads.
@@ -18,7 +18,9 @@ from fastapi.responses import JSONResponse
 from starlette.datastructures import State
 
 from vgpu_extender.log_throttle import ThrottledLog
-from vgpu_extender.store.errors import StoreError, classify
+from vgpu_extender.services.store_health import STORE_FAILURES, StoreError, classify
+
+__all__ = ["STORE_FAILURES", "report", "store_error_handler"]
 
 logger = logging.getLogger(__name__)
 #: For an app whose runtime has not started (or has stopped): no health monitor then.

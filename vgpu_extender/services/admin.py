@@ -17,12 +17,11 @@ from collections.abc import Iterable, Mapping
 from dataclasses import dataclass
 from datetime import datetime
 
-from sqlalchemy.orm import Session, sessionmaker
-
 from vgpu_extender import store
 from vgpu_extender.domain import Device, NodeInventory
 from vgpu_extender.metrics import DeviceRow, GrantRow
 from vgpu_extender.services.cluster import ClusterState
+from vgpu_extender.store.sessions import Sessions
 
 
 @dataclass(frozen=True, slots=True)
@@ -268,21 +267,19 @@ def index_inventories(cluster: ClusterState, node: str | None = None) -> list[No
         return [index.inventory(name) for name in names if name in index]
 
 
-def stored_pods(
-    sessions: sessionmaker[Session], node: str | None = None
-) -> dict[str, store.StoredPod]:
+def stored_pods(sessions: Sessions, node: str | None = None) -> dict[str, store.StoredPod]:
     with sessions() as session:
         return store.assignments(session, node=node)
 
 
-def reserved_since(sessions: sessionmaker[Session]) -> list[datetime]:
+def reserved_since(sessions: Sessions) -> list[datetime]:
     """When each pod still waiting for its Binding was reserved (for the alerts)."""
     with sessions() as session:
         return store.reserved_since(session)
 
 
 def live_reports(
-    cluster: ClusterState, sessions: sessionmaker[Session], node: str | None = None
+    cluster: ClusterState, sessions: Sessions, node: str | None = None
 ) -> tuple[list[NodeReport], dict[str, store.StoredPod]]:
     """Reports of a running extender: nodes from the index, pods from the store."""
     inventories = index_inventories(cluster, node)
@@ -293,7 +290,7 @@ def live_reports(
 
 
 def stored_reports(
-    sessions: sessionmaker[Session], node: str | None = None
+    sessions: Sessions, node: str | None = None
 ) -> tuple[list[NodeReport], dict[str, store.StoredPod]]:
     """Reports straight from the store, with no extender running."""
     with sessions() as session:
@@ -330,7 +327,7 @@ def device_rows(cluster: ClusterState) -> list[DeviceRow]:
     return rows
 
 
-def grant_rows(sessions: sessionmaker[Session]) -> list[GrantRow]:
+def grant_rows(sessions: Sessions) -> list[GrantRow]:
     """Every container's grant on every GPU, from the store (it knows the pods' names)."""
     rows: list[GrantRow] = []
     for assignment, meta in stored_pods(sessions).values():

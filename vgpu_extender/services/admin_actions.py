@@ -20,18 +20,17 @@ from dataclasses import dataclass
 from datetime import UTC, datetime
 from typing import Any
 
-from sqlalchemy import select
-from sqlalchemy.orm import Session, sessionmaker
-
 from vgpu_extender import store
 from vgpu_extender.domain import DeviceGrant, InventoryError, NodeInventory, Rejection
-from vgpu_extender.engine import to_extender_scores
+from vgpu_extender.engine import AllocationError, to_extender_scores
 from vgpu_extender.kube import Conflict, KubeClient, KubeError
 from vgpu_extender.kube import objects as kobj
 from vgpu_extender.services.cluster import ClusterState
 from vgpu_extender.services.inventory import InventoryService
 from vgpu_extender.services.inventory_shrink import describe, held_beyond
-from vgpu_extender.store.models import NodeModel
+from vgpu_extender.store.limits import NODE_NAME, ValueTooLong
+from vgpu_extender.store.nodes import node_source
+from vgpu_extender.store.sessions import Sessions
 
 logger = logging.getLogger(__name__)
 
@@ -45,6 +44,18 @@ class NotFoundError(LookupError):
 
 class ConflictError(RuntimeError):
     """The request is understood but the current state forbids it."""
+
+
+# The refusals of a change, by the answer the admin API gives them (tried in this
+# order: a value too long is also bad input).
+#: A string longer than the store's column for it (422).
+TooLong = ValueTooLong
+#: Bad input, naming the field and value (400).
+INVALID: tuple[type[Exception], ...] = (InventoryError, store.StoreInputError)
+#: The current state forbids the change (409).
+CONFLICTS: tuple[type[Exception], ...] = (ConflictError, store.StoreConflict, AllocationError)
+#: The longest node name the store holds.
+NODE_NAME_LIMIT = NODE_NAME
 
 
 # --------------------------------------------------------------------------- what-if
@@ -113,7 +124,7 @@ def replace_inventory(
     nodes: Sequence[NodeInventory],
     *,
     kube: KubeClient | None,
-    sessions: sessionmaker[Session] | None = None,
+    sessions: Sessions | None = None,
 ) -> InventoryChange:
     """Make ``nodes`` the whole inventory. Raises ``ConflictError`` (changing nothing)
     with a cluster, whose node annotations are the inventory, when a node left out
@@ -145,7 +156,7 @@ def replace_inventory(
     return InventoryChange(registered=sorted(listed), removed=gone)
 
 
-def _pod_names(sessions: sessionmaker[Session] | None, node: str) -> dict[str, str]:
+def _pod_names(sessions: Sessions | None, node: str) -> dict[str, str]:
     """UID to namespace/name of the pods the store holds on ``node`` ({} without it)."""
     if sessions is None:
         return {}
@@ -165,7 +176,7 @@ class CordonState:
 def set_cordon(
     *,
     cluster: ClusterState,
-    sessions: sessionmaker[Session],
+    sessions: Sessions,
     kube: KubeClient | None,
     device: str,
     cordon: bool,
@@ -223,11 +234,11 @@ def _cordon_annotation(
 
 
 def _store_cordon(
-    sessions: sessionmaker[Session], inventory: NodeInventory, wanted: frozenset[str], now: datetime
+    sessions: Sessions, inventory: NodeInventory, wanted: frozenset[str], now: datetime
 ) -> None:
     """Persist the cordoned set, keeping where the node's inventory came from."""
     with sessions.begin() as session:
-        source = session.scalar(select(NodeModel.source).where(NodeModel.name == inventory.name))
+        source = node_source(session, inventory.name)
         if source is None:
             raise NotFoundError(f"node {inventory.name!r} is not in the store")
         store.upsert_node(

@@ -9,6 +9,10 @@ take the replica out of its Service and one lucky probe does not put it back.
 
 Failures are logged through one ``ThrottledLog``: a line per kind of failure per
 interval, whoever met it.
+
+It is also what the layers above the services know of store failures: which
+exceptions they are (``STORE_FAILURES``) and the ``StoreError`` each stands for
+(``classify``); the driver's side of all this stays in ``store.health``.
 """
 
 from __future__ import annotations
@@ -19,11 +23,19 @@ from collections.abc import Callable
 from dataclasses import dataclass
 from datetime import UTC, datetime
 
-from sqlalchemy import Engine, event
-from sqlalchemy.engine import ExceptionContext
-
 from vgpu_extender.log_throttle import DEFAULT_INTERVAL_S, ThrottledLog
-from vgpu_extender.store.errors import StoreUnavailable, classify, first_line, is_unavailable
+from vgpu_extender.store.errors import FAILURES as STORE_FAILURES
+from vgpu_extender.store.errors import (
+    StoreError,
+    StoreUnavailable,
+    classify,
+    first_line,
+    is_unavailable,
+)
+from vgpu_extender.store.health import EngineError, listen_errors, ping
+from vgpu_extender.store.sessions import Engine
+
+__all__ = ["STORE_FAILURES", "StoreError", "StoreHealth", "StoreStatus", "classify"]
 
 logger = logging.getLogger(__name__)
 
@@ -46,8 +58,13 @@ class StoreHealth:
         ready_after: int = 3,
         log_interval_s: float = DEFAULT_INTERVAL_S,
         clock: Callable[[], datetime] = lambda: datetime.now(UTC),
+        on_error: Callable[[], None] | None = None,
     ) -> None:
+        """``on_error`` is called for every error the engine reports, from ``start``
+        to ``stop`` (the error counter of the metrics)."""
         self._engine = engine
+        self._count_error = on_error
+        self._stop_listening: list[Callable[[], None]] = []
         self._interval_s = interval_s
         self._unready_after = unready_after
         self._ready_after = ready_after
@@ -119,17 +136,7 @@ class StoreHealth:
         write lock), which a probe must not do.
         """
         try:
-            with self._engine.connect() as connection:
-                try:
-                    cursor = connection.connection.dbapi_connection.cursor()  # type: ignore[union-attr]
-                    try:
-                        cursor.execute("SELECT 1")
-                        cursor.fetchall()
-                    finally:
-                        cursor.close()
-                except Exception:
-                    connection.invalidate()  # broken: the pool must not hand it out again
-                    raise
+            ping(self._engine)
         except StoreUnavailable as exc:
             self.failed(exc.message)  # opening it failed: the engine did not count it
             return False
@@ -139,19 +146,24 @@ class StoreHealth:
         self.succeeded()
         return True
 
-    def _on_error(self, context: ExceptionContext) -> None:
+    def _on_error(self, reported: EngineError) -> None:
         """Every engine error that says the store is out of reach counts as a failure
         (a pre-ping's is the pool's own retry); the probe's are counted by the probe."""
-        if context.is_pre_ping or threading.current_thread() is self._thread:
+        if reported.is_pre_ping or threading.current_thread() is self._thread:
             return
-        error = context.sqlalchemy_exception or context.original_exception
-        if context.is_disconnect or is_unavailable(error):
-            self.failed(first_line(error))
+        if reported.is_disconnect or is_unavailable(reported.error):
+            self.failed(first_line(reported.error))
+
+    def _counted(self, reported: EngineError) -> None:
+        if self._count_error is not None:
+            self._count_error()
 
     def start(self) -> None:
         if self._thread is not None:
             return
-        event.listen(self._engine, "handle_error", self._on_error)
+        if self._count_error is not None:
+            self._stop_listening.append(listen_errors(self._engine, self._counted))
+        self._stop_listening.append(listen_errors(self._engine, self._on_error))
         self._stop.clear()
         self._thread = threading.Thread(target=self._run, name="vgpu-store-probe", daemon=True)
         self._thread.start()
@@ -162,8 +174,8 @@ class StoreHealth:
             return
         self._stop.set()
         thread.join(self._interval_s + 10.0)
-        if event.contains(self._engine, "handle_error", self._on_error):
-            event.remove(self._engine, "handle_error", self._on_error)
+        while self._stop_listening:
+            self._stop_listening.pop()()
 
     def _run(self) -> None:
         while not self._stop.wait(self._interval_s):

@@ -149,6 +149,15 @@ class NodeRemoval(StrEnum):
     UNKNOWN = "unknown"
 
 
+def node_source(session: Session, name: str) -> str | None:
+    """Where the node's inventory came from (``api``, ``kube``, ...); None if not stored.
+
+    Not a ``store_operation``: a driver error reaches the caller as raised (the admin
+    API's handler classifies it), as it did when the caller ran this query itself.
+    """
+    return session.scalar(select(NodeModel.source).where(NodeModel.name == name))
+
+
 @store_operation("remove node")
 def remove_node(session: Session, *, name: str, now: datetime | None = None) -> NodeRemoval:
     """Forget a node and its devices, unless pods still hold some of them.

@@ -12,7 +12,6 @@ from typing import Annotated, Any
 
 from fastapi import APIRouter, HTTPException, Path, Query, status
 
-from vgpu_extender import store
 from vgpu_extender.api.schemas import (
     AllocationOut,
     AllocationPageOut,
@@ -29,8 +28,7 @@ from vgpu_extender.api.schemas import (
 )
 from vgpu_extender.api.security import AdminDep, ReaderDep
 from vgpu_extender.api.verbs import RuntimeDep
-from vgpu_extender.domain import InventoryError, RequestError
-from vgpu_extender.engine import AllocationError
+from vgpu_extender.domain import RequestError
 from vgpu_extender.services import admin, admin_actions
 from vgpu_extender.services.allocation_queries import (
     AllocationFilter,
@@ -38,7 +36,6 @@ from vgpu_extender.services.allocation_queries import (
     pod_allocations,
 )
 from vgpu_extender.services.inventory import parse_inventory_document
-from vgpu_extender.store.limits import ValueTooLong
 
 router = APIRouter(prefix="/api/v1", tags=["admin"], dependencies=[ReaderDep])
 
@@ -164,11 +161,11 @@ def put_inventory(body: InventoryIn, runtime: RuntimeDep) -> InventoryChangeOut:
         change = admin_actions.replace_inventory(
             runtime.cluster, runtime.inventory, nodes, kube=runtime.kube, sessions=runtime.sessions
         )
-    except ValueTooLong as exc:  # as the store's columns hold, on every backend
+    except admin_actions.TooLong as exc:  # as the store's columns hold, on every backend
         raise HTTPException(422, str(exc)) from None
-    except (InventoryError, store.StoreInputError) as exc:
+    except admin_actions.INVALID as exc:
         raise HTTPException(status.HTTP_400_BAD_REQUEST, str(exc)) from None
-    except (admin_actions.ConflictError, store.StoreConflict, AllocationError) as exc:
+    except admin_actions.CONFLICTS as exc:
         raise HTTPException(status.HTTP_409_CONFLICT, str(exc)) from None
     return InventoryChangeOut(registered=change.registered, removed=change.removed)
 
@@ -184,7 +181,7 @@ def _cordon(runtime: RuntimeDep, uuid: str, cordon: bool) -> CordonOut:
         )
     except admin_actions.NotFoundError as exc:
         raise HTTPException(status.HTTP_404_NOT_FOUND, str(exc)) from None
-    except (admin_actions.ConflictError, store.StoreConflict, AllocationError) as exc:
+    except admin_actions.CONFLICTS as exc:
         raise HTTPException(status.HTTP_409_CONFLICT, str(exc)) from None
     return CordonOut(node=state.node, device=state.device, cordoned=state.cordoned)
 

@@ -21,7 +21,6 @@ from collections.abc import Awaitable, Callable
 from dataclasses import dataclass
 from typing import Any
 
-from sqlalchemy.exc import SQLAlchemyError
 from starlette.applications import Starlette
 from starlette.concurrency import run_in_threadpool
 from starlette.datastructures import State
@@ -31,7 +30,7 @@ from vgpu_extender.api import store_errors, wire
 from vgpu_extender.api.verbs import JSON, error_body, read_body
 from vgpu_extender.services.runtime import Runtime
 from vgpu_extender.services.scheduling import FilterOutcome
-from vgpu_extender.store.errors import StoreError, classify
+from vgpu_extender.services.store_health import STORE_FAILURES, classify
 
 logger = logging.getLogger(__name__)
 _JSON_BYTES = JSON.encode()
@@ -169,7 +168,7 @@ async def _content(verb: Verb, state: State, scope: Scope, receive: Receive) -> 
         message = f"{verb.name}: malformed JSON: nested too deeply"
         logger.info("%s: bad request: %s", verb.name, message)
         return error_body(verb.name, message)
-    except (StoreError, SQLAlchemyError) as exc:  # classified, logged once per kind
+    except STORE_FAILURES as exc:  # classified, logged once per kind
         error = classify(exc)
         store_errors.report(state, error, where=verb.name)
         return error_body(verb.name, f"{verb.name}: {error}")
