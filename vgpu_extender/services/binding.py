@@ -1,27 +1,35 @@
-"""bind: the only write. Choose devices, reserve them in the store, tell Kubernetes.
+"""bind: the only write, as kube-scheduler's binding cycle in named steps.
 
-1. Find the pod's request (the pod seen at filter, or the pod read from the API).
-2. Choose devices on the node kube-scheduler picked and mark them taken in the index
-   at once, so the next pods' filters see them. For a pod filter has seen this is the
-   ``claim``, made the moment the bind arrives and before any I/O (kube-scheduler
-   sends the next pod's filter without waiting for this bind). Then, binds to one
-   node taking turns (``batching``: the binds queued for a node go in one turn), in
-   one store transaction: lock the node's row, re-check each pod's fit against what
-   is committed and the pods before it, insert the rows. When another replica got
-   there first the index learns the node from the store and the choice is made again.
-3. Under HAMi's node lock when configured, create the Binding with the pod UID and
-   HAMi's annotations (the API server sets them on the pod in the same update as its
-   node). Then queue the pod to have its rows marked bound (and, when configured, a
-   ``BindingSucceed`` Event posted) by workers in the background: the bind does not
-   wait for either. A failed bind always queues a ``BindingFailed`` Event.
-4. Any failure after the insert deletes the rows and releases the lock. A Binding
-   whose answer was lost (``OutcomeUnknown``: no answer once sent, the server's
-   timeout) is no failure yet: the pod is read back first (``_settle``). Bound to
-   this node with our annotations, the bind stands; bound elsewhere, gone, or still
-   unbound after ``check_window_s``, it is undone; when the pod cannot be read, the
-   rows stay reserved (the devices taken) and the periodic reconcile settles them.
+0. Find the pod's request (the pod seen at filter, or the pod read from the API):
+   the publisher's ``pod_request``.
+1. **Reserve** (``_reserve``): choose devices on the node kube-scheduler picked and
+   mark them taken in the index at once (kube-scheduler's "assume"), so the next pods'
+   filters see them. For a pod filter has seen this is the ``claim``, made the moment
+   the bind arrives and before any I/O (kube-scheduler sends the next pod's filter
+   without waiting for this bind).
+2. **Commit** (``_commit``): binds to one node take turns (``batching``: the binds
+   queued for a node go in one turn), in one store transaction (``BindStore.commit``):
+   lock the node's row, re-check each pod's fit against what is committed and the pods
+   before it, insert the rows. When another replica got there first the index learns
+   the node from the store and the choice is made again.
+3. **Publish** (``_publish``): under HAMi's node lock when configured, create the
+   Binding with the pod UID and HAMi's annotations (the API server sets them on the
+   pod in the same update as its node). Then queue the pod to have its rows marked
+   bound (and, when configured, a ``BindingSucceed`` Event posted) by workers in the
+   background: the bind does not wait for either. A failed bind always queues a
+   ``BindingFailed`` Event.
+4. **Unreserve** (``_unreserve``), on any failure: the rows are deleted, the devices
+   released in the index, each once however often it is called; the lock is released.
+   A Binding whose answer was lost (``OutcomeUnknown``: no answer once sent, the
+   server's timeout) is no failure yet: the pod is read back first (``_settle``).
+   Bound to this node with our annotations, the bind stands; bound elsewhere, gone,
+   or still unbound after ``check_window_s``, it is undone; when the pod cannot be
+   read, the rows stay reserved (the devices taken) and the periodic reconcile
+   settles them.
 
-Without Kubernetes (standalone) the allocation is recorded as bound at once.
+Without Kubernetes (standalone) the publisher publishes nothing, and the rows are
+written bound in the commit's transaction (``BindPublisher.bound_at_commit``).
+The store and the cluster are reached only through the ports of ``bind_ports``.
 """
 
 from __future__ import annotations
@@ -32,15 +40,11 @@ from collections.abc import Callable, Mapping
 from dataclasses import dataclass
 from datetime import UTC, datetime
 
-from sqlalchemy import Connection, Engine
-from sqlalchemy.orm import Session, sessionmaker
-
 from vgpu_extender import store
-from vgpu_extender.domain import PodAssignment, PodRequest, RequestError
+from vgpu_extender.domain import PodAssignment, PodRequest
 from vgpu_extender.kube import (
     AlreadyBound,
     EventType,
-    KubeClient,
     KubeError,
     KubeObject,
     NodeLock,
@@ -48,10 +52,26 @@ from vgpu_extender.kube import (
 )
 from vgpu_extender.kube import objects as kobj
 from vgpu_extender.services.batching import Batches
-from vgpu_extender.services.bound_marker import BoundMarker
+from vgpu_extender.services.bind_ports import (
+    BindError,
+    BindEvents,
+    BindPublisher,
+    BindRequest,
+    BindStore,
+)
 from vgpu_extender.services.cluster import ClusterState
-from vgpu_extender.services.event_recorder import EventRecorder
 from vgpu_extender.services.pod_cache import PodCache
+
+__all__ = [
+    "CHECK_INTERVAL_MAX_S",
+    "CHECK_INTERVAL_S",
+    "DEFAULT_CHECK_WINDOW_S",
+    "NO_CLAIM",
+    "BindError",
+    "BindRequest",
+    "BindingService",
+    "Claim",
+]
 
 logger = logging.getLogger(__name__)
 
@@ -62,36 +82,6 @@ DEFAULT_CHECK_WINDOW_S = 5.0
 #: longest, so an API server too busy to answer the Binding is not read 25 times.
 CHECK_INTERVAL_S = 0.2
 CHECK_INTERVAL_MAX_S = 1.0
-
-
-@dataclass(frozen=True, slots=True)
-class BindRequest:
-    """kube-scheduler's ExtenderBindingArgs."""
-
-    pod_name: str
-    namespace: str
-    uid: str
-    node: str
-
-    @property
-    def key(self) -> str:
-        return f"{self.namespace}/{self.pod_name}"
-
-    def problem(self) -> str:
-        """What is wrong with the arguments, naming the field; empty when fine."""
-        for field_name, value in (
-            ("PodName", self.pod_name),
-            ("PodNamespace", self.namespace),
-            ("PodUID", self.uid),
-            ("Node", self.node),
-        ):
-            if not isinstance(value, str) or not value.strip():
-                return f"bind: field {field_name} must be a non-empty string, got {value!r}"
-        return ""
-
-
-class BindError(Exception):
-    """A bind that cannot go ahead; the message is what kube-scheduler sees."""
 
 
 class _Unsettled(Exception):  # noqa: N818
@@ -119,7 +109,8 @@ NO_CLAIM = Claim()
 
 @dataclass(slots=True)
 class _Pending:
-    """A bind waiting for its turn at the store, and then what came of it."""
+    """One bind through the cycle: waiting for its turn at the store, then what came
+    of it, and what of its reservation is in place (for ``_unreserve``)."""
 
     args: BindRequest
     request: PodRequest
@@ -128,6 +119,9 @@ class _Pending:
     #: Whether this bind marked the devices it offers the store taken in the index
     #: (so it must take them back if the store refuses them).
     assumed: bool = False
+    #: Whether the store holds its rows (and the index the assignment): undone by
+    #: deleting both.
+    committed: bool = False
     assignment: PodAssignment | None = None
     #: Why it was not written.
     error: str = ""
@@ -147,37 +141,27 @@ class BindingService:
         self,
         *,
         cluster: ClusterState,
-        engine: Engine,
-        sessions: sessionmaker[Session],
         pod_cache: PodCache,
-        kube: KubeClient | None = None,
-        events: EventRecorder | None = None,
+        store: BindStore,
+        publisher: BindPublisher,
+        events: BindEvents | None = None,
         success_events: bool = False,
-        marker: BoundMarker | None = None,
         node_lock: NodeLock | None = None,
-        persist_node: Callable[[str], None] = lambda _node: None,
         retries: int = 3,
         check_window_s: float = DEFAULT_CHECK_WINDOW_S,
         clock: Callable[[], datetime] = lambda: datetime.now(UTC),
     ) -> None:
         self._cluster = cluster
-        # The bind's own transactions run on bare connections: the store writes rows
-        # with Core statements, so a session's bookkeeping would be pure overhead.
-        self._engine = engine
-        self._sessions = sessions
         self._pods = pod_cache
-        self._kube = kube
+        self._store = store
+        self._publisher = publisher
         self._events = events
         self._success_events = success_events
-        self._marker = marker
         self._node_lock = node_lock
-        #: Writes the node's row if a request registered it moments ago and the store
-        #: has yet to get it (standalone): the bind's rows refer to it.
-        self._persist_node = persist_node
         self._retries = retries
         self._check_window_s = check_window_s
         self._clock = clock
-        self._writes: Batches[_Pending] = Batches(self._reserve_batch)
+        self._writes: Batches[_Pending] = Batches(self._commit_batch)
         self._on_batch: Callable[[int], None] = lambda _binds: None
 
     def count_batches(self, on_batch: Callable[[int], None]) -> None:
@@ -192,15 +176,13 @@ class BindingService:
         Cheap enough for the event loop: once this returns, the next filters see the
         devices taken, even while the bind waits for its turn at the store.
         """
-        if self._kube is None or args.problem():
+        if not self._publisher.claims_on_arrival or args.problem():
             return NO_CLAIM
         request = self._pods.get(args.uid)
         if request is None or not request.managed:
             return NO_CLAIM
         try:
-            with self._cluster.lock:
-                chosen = self._choose(args, request)
-                assumed = self._cluster.assume(args.uid, chosen)
+            chosen, assumed = self._reserve(args, request)
         except BindError as exc:
             return Claim(refusal=str(exc))
         return Claim(request=request, assignment=chosen, assumed=assumed)
@@ -214,19 +196,15 @@ class BindingService:
         if problem:
             return problem
         try:
-            request = claim.request or self._request(args)
+            request = claim.request or self._publisher.pod_request(args, self._pods.get(args.uid))
             if not request.managed:
-                self._bind_in_kube(args)
+                self._bind_unmanaged(args)
                 return ""
-            if self._kube is None:
-                self._persist(args)
-            assignment = self._reserve(args, request, claim)
+            self._publisher.prepare(args)
+            pending = self._commit(args, request, claim)
         except BindError as exc:
             return str(exc)
-        if self._kube is None:
-            self._pods.pop(args.uid)
-            return ""
-        error = self._publish(args, assignment)
+        error = self._publish(pending)
         if not error:
             self._pods.pop(args.uid)
         return error
@@ -235,102 +213,80 @@ class BindingService:
         """Binds to ``node`` waiting for their turn at the store."""
         return self._writes.waiting(node)
 
-    # ----------------------------------------------------------------- step 1
-    def _request(self, args: BindRequest) -> PodRequest:
-        cached = self._pods.get(args.uid)
-        if self._kube is None:
-            with self._cluster.lock:
-                held = self._cluster.index.allocation(args.uid)
-            if held is not None:  # standalone binds are final: the pod is bound
+    # ----------------------------------------------------------------- reserve
+    def _reserve(self, args: BindRequest, request: PodRequest) -> tuple[PodAssignment, bool]:
+        """Choose the devices on the bind's node and mark them taken in the index, under
+        the cluster lock; returns them, and whether this call marked them (False: the
+        index held the pod already)."""
+        with self._cluster.lock:
+            chosen = self._cluster.planner.place(request, args.node)
+            if not isinstance(chosen, PodAssignment):
                 raise BindError(
-                    f"bind {args.key}: pod {args.uid} already has bound allocations on node "
-                    f"{held.assignment.node}"
+                    f"bind {args.key}: node {args.node} cannot take the pod: {chosen.message()}"
                 )
-            if cached is None:
-                raise BindError(
-                    f"bind {args.key}: pod UID {args.uid} was not seen at filter (or too long "
-                    "ago) and there is no Kubernetes API to read it from"
-                )
-            return cached
-        if cached is not None:
-            # Seen at filter moments ago, by UID. A pod bound meanwhile (a retried bind
-            # after a timeout) is caught by the store, which refuses a second allocation
-            # for the UID, and by the API server's 409 on the Binding: no read needed.
-            return cached
-        try:
-            pod = self._kube.get_pod(args.namespace, args.pod_name)
-        except KubeError as exc:
-            raise BindError(f"bind {args.key}: cannot read the pod: {exc}") from None
-        if pod is None:
-            raise BindError(f"bind {args.key}: pod not found")
-        if kobj.uid(pod) != args.uid:
-            raise BindError(
-                f"bind {args.key}: pod has UID {kobj.uid(pod)}, not {args.uid} "
-                "(deleted and created again)"
-            )
-        bound_to = kobj.node_name(pod)
-        if bound_to:
-            raise BindError(f"bind {args.key}: pod is already bound to node {bound_to}")
-        try:
-            return self._cluster.vendor.parse_pod(pod)
-        except RequestError as exc:
-            raise BindError(f"bind {args.key}: {exc}") from None
+            return chosen, self._cluster.assume(args.uid, chosen)
 
-    def _persist(self, args: BindRequest) -> None:
-        try:
-            self._persist_node(args.node)
-        except store.StoreError as exc:
-            raise BindError(
-                f"bind {args.key}: node {args.node} not yet in the store: {exc}"
-            ) from None
-
-    # ----------------------------------------------------------------- step 2
-    def _choose(self, args: BindRequest, request: PodRequest) -> PodAssignment:
-        """The devices on the bind's node (under the cluster lock)."""
-        chosen = self._cluster.planner.place(request, args.node)
-        if not isinstance(chosen, PodAssignment):
-            raise BindError(
-                f"bind {args.key}: node {args.node} cannot take the pod: {chosen.message()}"
-            )
+    def _reserve_all(self, batch: list[_Pending]) -> list[tuple[_Pending, PodAssignment]]:
+        """Each bind's devices: those claimed on arrival, or (on a retry, or without a
+        claim) reserved now, so the next pods' filters see them."""
+        chosen: list[tuple[_Pending, PodAssignment]] = []
+        for pending in batch:
+            claim, pending.claim = pending.claim, NO_CLAIM  # a retry chooses afresh
+            if claim.assignment is not None:
+                assignment, pending.assumed = claim.assignment, claim.assumed
+            else:
+                try:
+                    assignment, pending.assumed = self._reserve(pending.args, pending.request)
+                except BindError as exc:
+                    pending.fail(str(exc))
+                    continue
+            chosen.append((pending, assignment))
         return chosen
 
-    def _reserve(self, args: BindRequest, request: PodRequest, claim: Claim) -> PodAssignment:
+    # ----------------------------------------------------------------- commit
+    def _commit(self, args: BindRequest, request: PodRequest, claim: Claim) -> _Pending:
         pending = _Pending(args, request, claim)
         self._writes.submit(args.node, pending)
         if pending.assignment is None:
             raise BindError(pending.error or f"bind {args.key}: not written")
-        return pending.assignment
+        return pending
 
-    def _reserve_batch(self, node: str, batch: list[_Pending]) -> None:
+    def _commit_batch(self, node: str, batch: list[_Pending]) -> None:
         """Write the rows of binds to ``node`` in one transaction (their turn at the
         node); those the store refuses because the node changed meanwhile are chosen
         again, after learning the node from the store, up to ``retries`` rounds."""
         remaining = batch
         try:
             for _attempt in range(self._retries):
-                remaining = self._reserve_round(node, remaining)
+                remaining = self._commit_round(node, remaining)
                 if not remaining:
                     return
         except BaseException as exc:
             for pending in batch:  # the others in the batch learn it too
                 if not pending.settled:
-                    self._take_back(pending)
+                    self._unreserve(pending)
                     pending.fail(f"bind {pending.args.key}: {type(exc).__name__}: {exc}")
             raise
         for pending in remaining:
             pending.fail(f"bind {pending.args.key}: node {node} no longer fits: {pending.refused}")
 
-    def _reserve_round(self, node: str, batch: list[_Pending]) -> list[_Pending]:
+    def _commit_round(self, node: str, batch: list[_Pending]) -> list[_Pending]:
         """One transaction for ``batch``; returns the binds to choose for again."""
-        chosen = self._choose_all(batch)
+        chosen = self._reserve_all(batch)
         if not chosen:
             return []
         self._on_batch(len(chosen))
         try:
-            refusals = self._write_round(chosen)
+            refusals = self._store.commit(
+                [
+                    store.Reservation(p.args.uid, p.args.namespace, p.args.pod_name, a)
+                    for p, a in chosen
+                ],
+                bound=self._publisher.bound_at_commit,
+            )
         except store.StoreError as exc:
             for pending, _ in chosen:
-                self._take_back(pending)
+                self._unreserve(pending)
                 pending.fail(f"bind {pending.args.key}: {exc}")
             return []
         again: list[_Pending] = []
@@ -343,9 +299,9 @@ class BindingService:
                 pending.assumed = False  # the store has it now
                 with self._cluster.lock:
                     self._cluster.planner.observe(pending.request)
-                pending.assignment = assignment
+                pending.assignment, pending.committed = assignment, True
                 continue
-            self._take_back(pending)
+            self._unreserve(pending)
             if isinstance(refusal, store.AlreadyAllocated):
                 try:
                     dropped = self._drop_stale_reservation(pending.args, refusal)
@@ -364,81 +320,43 @@ class BindingService:
             pending.refused = refusal.detail
             again.append(pending)
         if changed:
-            self._cluster.refresh_node(self._sessions, node)
+            self._store.learn_node(node)
         return again
-
-    def _write_round(
-        self, chosen: list[tuple[_Pending, PodAssignment]]
-    ) -> list[store.StoreError | None]:
-        """Insert the round's rows in one transaction; each bind's refusal, or None.
-
-        Run again on a new connection when the connection is lost (a database failover)
-        before the commit; when it is lost during the commit, the rows are read back
-        rather than written twice."""
-
-        def write(connection: Connection) -> list[store.StoreError | None]:
-            refusals = store.reserve_all(
-                connection,
-                [
-                    store.Reservation(p.args.uid, p.args.namespace, p.args.pod_name, a)
-                    for p, a in chosen
-                ],
-                now=self._clock(),
-                share=self._cluster.index.share,
-            )
-            if self._kube is None:
-                written = [
-                    p.args.uid for (p, _), r in zip(chosen, refusals, strict=True) if r is None
-                ]
-                store.mark_many_bound(connection, pod_uids=written, now=self._clock())
-            return refusals
-
-        def committed(refusals: list[store.StoreError | None]) -> bool:
-            written = [p.args.uid for (p, _), r in zip(chosen, refusals, strict=True) if r is None]
-            with self._sessions() as session:
-                return all(store.live_allocations(session, pod_uid=uid) for uid in written)
-
-        return store.run_transaction(self._engine, write, committed=committed, operation="reserve")
-
-    def _choose_all(self, batch: list[_Pending]) -> list[tuple[_Pending, PodAssignment]]:
-        """Each bind's devices: those claimed on arrival, or (on a retry, or without a
-        claim) chosen now and marked taken, so the next pods' filters see them."""
-        chosen: list[tuple[_Pending, PodAssignment]] = []
-        for pending in batch:
-            claim, pending.claim = pending.claim, NO_CLAIM  # a retry chooses afresh
-            if claim.assignment is not None:
-                assignment, pending.assumed = claim.assignment, claim.assumed
-            else:
-                try:
-                    with self._cluster.lock:
-                        assignment = self._choose(pending.args, pending.request)
-                        pending.assumed = self._cluster.assume(pending.args.uid, assignment)
-                except BindError as exc:
-                    pending.fail(str(exc))
-                    continue
-            chosen.append((pending, assignment))
-        return chosen
-
-    def _take_back(self, pending: _Pending) -> None:
-        """Release the devices this bind marked taken (on arrival or in a round), if any."""
-        if pending.assumed or pending.claim.assumed:
-            self._cluster.release(pending.args.uid)
-        pending.assumed, pending.claim = False, NO_CLAIM
 
     def _drop_stale_reservation(self, args: BindRequest, exc: store.AlreadyAllocated) -> bool:
         """A reservation left by an earlier attempt of this pod, which the API shows
-        unbound (checked in step 1), is undone so the retry can proceed."""
-        if self._kube is None or exc.state != store.AllocationState.RESERVED.value:
+        unbound (checked in step 0), is undone so the retry can proceed. Rows written
+        bound at commit never wait for a Binding: none is an earlier attempt's."""
+        if self._publisher.bound_at_commit or exc.state != store.AllocationState.RESERVED.value:
             return False
-        with self._engine.begin() as connection:
-            store.delete_reservation(connection, pod_uid=args.uid)
+        self._store.delete_reservation(args.uid)
         self._cluster.release(args.uid)
         logger.info("bind %s: dropped the reservation of an earlier attempt", args.key)
         return True
 
-    # ----------------------------------------------------------------- steps 3-5
-    def _publish(self, args: BindRequest, assignment: PodAssignment) -> str:
-        assert self._kube is not None
+    # ----------------------------------------------------------------- unreserve
+    def _unreserve(self, pending: _Pending) -> None:
+        """Undo what of the bind's reservation is in place: its committed rows (deleted)
+        and the devices it holds in the index (released). Each part goes once, so a
+        second call does nothing, even after the pod was reserved again meanwhile."""
+        if pending.committed:
+            pending.committed = False
+            try:
+                self._store.delete_reservation(pending.args.uid)
+            except store.StoreError as exc:
+                # The rows stay reserved; reconcile releases them once the TTL has passed.
+                logger.error("bind %s: reservation not undone: %s", pending.args.key, exc)
+            finally:
+                self._cluster.release(pending.args.uid)
+            return
+        if pending.assumed or pending.claim.assumed:
+            self._cluster.release(pending.args.uid)
+        pending.assumed, pending.claim = False, NO_CLAIM
+
+    # ----------------------------------------------------------------- publish
+    def _publish(self, pending: _Pending) -> str:
+        args, assignment = pending.args, pending.assignment
+        assert assignment is not None  # committed
         locked = False
         try:
             if self._node_lock is not None:
@@ -460,24 +378,22 @@ class BindingService:
             self._record(args, "BindingFailed", message, "Warning")
             return message
         except Exception as exc:  # any failure after the insert must undo it
-            self._undo(args, locked)
+            try:
+                self._unreserve(pending)
+            finally:
+                self._release_lock(args, locked)
             message = f"bind {args.key} to {args.node}: {exc}"
             self._record(args, "BindingFailed", message, "Warning")
             return message
-        if self._marker is not None:
-            self._marker.mark(args.uid)
+        self._store.mark_bound(args.uid)
         if self._success_events:
             devices = ",".join(assignment.device_uuids)
             self._record(args, "BindingSucceed", f"bound to {args.node} with devices {devices}")
         return ""
 
     def _create_binding(self, args: BindRequest, annotations: Mapping[str, str]) -> None:
-        assert self._kube is not None
         try:
-            # The annotations ride on the Binding: the pod gets them with its node.
-            self._kube.bind_pod(
-                args.namespace, args.pod_name, args.uid, args.node, annotations=annotations
-            )
+            self._publisher.post_binding(args, annotations)
         except AlreadyBound as exc:
             if exc.node != args.node:
                 raise
@@ -487,8 +403,7 @@ class BindingService:
             self._adopt(args, annotations)
 
     def _adopt(self, args: BindRequest, annotations: Mapping[str, str]) -> None:
-        assert self._kube is not None
-        self._kube.patch_pod_annotations(args.namespace, args.pod_name, annotations)
+        self._publisher.annotate(args, annotations)
         logger.info("bind %s: already bound to %s; keeping it", args.key, args.node)
 
     def _settle(
@@ -501,12 +416,11 @@ class BindingService:
         unbound once ``check_window_s`` has passed (a Binding still in flight may
         land in that time); ``_Unsettled`` when the pod cannot be read at all.
         """
-        assert self._kube is not None
         deadline = time.monotonic() + self._check_window_s
         pause = CHECK_INTERVAL_S
         while True:
             try:
-                pod = self._kube.get_pod(args.namespace, args.pod_name)
+                pod = self._publisher.read_pod(args)
                 unreadable: KubeError | None = None
             except KubeError as exc:
                 pod, unreadable = None, exc
@@ -558,25 +472,12 @@ class BindingService:
                 type=type,
             )
 
-    def _bind_in_kube(self, args: BindRequest) -> None:
+    def _bind_unmanaged(self, args: BindRequest) -> None:
         """A pod that asks for no managed device: bind it, nothing to record."""
-        if self._kube is None:
-            return
         try:
-            self._kube.bind_pod(args.namespace, args.pod_name, args.uid, args.node)
+            self._publisher.post_binding(args, None)
         except KubeError as exc:
             raise BindError(f"bind {args.key} to {args.node}: {exc}") from None
-
-    def _undo(self, args: BindRequest, locked: bool) -> None:
-        try:
-            with self._engine.begin() as connection:
-                store.delete_reservation(connection, pod_uid=args.uid)
-        except store.StoreError as exc:
-            # The rows stay reserved; reconcile releases them once the TTL has passed.
-            logger.error("bind %s: reservation not undone: %s", args.key, exc)
-        finally:
-            self._cluster.release(args.uid)
-            self._release_lock(args, locked)
 
     def _release_lock(self, args: BindRequest, locked: bool) -> None:
         if locked and self._node_lock is not None:

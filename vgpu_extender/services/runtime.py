@@ -21,6 +21,8 @@ from sqlalchemy.orm import Session, sessionmaker
 from vgpu_extender import store
 from vgpu_extender.kube import KubeClient, NodeLock
 from vgpu_extender.policies import PlannerConfig, PolicyOptions
+from vgpu_extender.services.bind_publisher import KubePublisher, StandalonePublisher
+from vgpu_extender.services.bind_store import SqlBindStore
 from vgpu_extender.services.binding import BindingService
 from vgpu_extender.services.bound_marker import BoundMarker
 from vgpu_extender.services.cluster import ClusterState
@@ -138,15 +140,18 @@ class Runtime:
             ),
             binding=BindingService(
                 cluster=cluster,
-                engine=engine,
-                sessions=sessions,
                 pod_cache=pods,
-                kube=kube,
+                store=SqlBindStore(
+                    engine=engine, sessions=sessions, cluster=cluster, marker=marker, clock=clock
+                ),
+                publisher=(
+                    KubePublisher(kube, vendor.parse_pod)
+                    if kube is not None
+                    else StandalonePublisher(cluster, persist_node=inventory.persist)
+                ),
                 events=events,
                 success_events=settings.bind_success_events,
-                marker=marker,
                 node_lock=node_lock,
-                persist_node=inventory.persist,
                 retries=settings.bind_retries,
                 check_window_s=settings.bind_check_window_s,
                 clock=clock,
