@@ -40,8 +40,12 @@ class StatusServer:
         metrics: Callable[[], bytes],
         live: Probe,
         ready: Probe,
+        idle_timeout_s: float = 10.0,
     ) -> None:
         self._address = address
+        #: A client that sends nothing for this long is dropped: each connection holds a
+        #: thread, and a silent one would hold it for good.
+        self._idle_timeout_s = idle_timeout_s
         self._routes: dict[str, Callable[[], tuple[int, str, bytes]]] = {
             "/metrics": lambda: (200, CONTENT_TYPE_LATEST, metrics()),
             "/healthz": lambda: _probe(live),
@@ -60,10 +64,12 @@ class StatusServer:
     def start(self) -> None:
         """Bind and serve; raises ``OSError`` when the address is taken or invalid."""
         routes = self._routes
+        idle_timeout_s = self._idle_timeout_s
 
         class Handler(BaseHTTPRequestHandler):
             server_version = "vgpu-device-plugin"
             protocol_version = "HTTP/1.1"
+            timeout = idle_timeout_s
 
             def do_GET(self) -> None:
                 route = routes.get(self.path.split("?", 1)[0])

@@ -4,7 +4,9 @@ from __future__ import annotations
 
 import http.client
 import shutil
+import socket
 import subprocess
+import time
 from collections.abc import Iterator
 from pathlib import Path
 
@@ -257,3 +259,24 @@ def test_promtool_accepts_the_exposition(
     )
     assert checked.returncode == 0, checked.stdout + checked.stderr
     assert "vgpu_device_plugin_registration_age_seconds " in text
+
+
+def test_a_silent_client_is_dropped_after_the_idle_timeout() -> None:
+    """Each connection holds one of the server's threads: one that sends nothing is
+    closed, and the endpoint keeps answering others meanwhile."""
+    server = StatusServer(
+        ("127.0.0.1", 0), metrics=bytes, live=lambda: None, ready=lambda: None, idle_timeout_s=0.5
+    )
+    server.start()
+    try:
+        silent = socket.create_connection(("127.0.0.1", server.port), timeout=5.0)
+        started = time.monotonic()
+        probe = http.client.HTTPConnection("127.0.0.1", server.port, timeout=5.0)
+        probe.request("GET", "/healthz")
+        assert probe.getresponse().status == 200
+        probe.close()
+        assert silent.recv(1) == b""  # closed by the server, not by our timeout
+        assert time.monotonic() - started < 4.0
+        silent.close()
+    finally:
+        server.stop()
