@@ -29,13 +29,13 @@ from pathlib import Path
 from typing import Any
 
 import yaml
-from sqlalchemy.orm import Session, sessionmaker
 
 from vgpu_extender import store
 from vgpu_extender.domain import Device, InventoryError, NodeInventory
 from vgpu_extender.engine import AllocationError
 from vgpu_extender.services.cluster import ClusterState
 from vgpu_extender.services.node_writer import NodeWriter
+from vgpu_extender.store.sessions import Sessions
 from vgpu_extender.vendors import Vendor
 
 logger = logging.getLogger(__name__)
@@ -200,7 +200,7 @@ class InventoryService:
         self,
         *,
         cluster: ClusterState,
-        sessions: sessionmaker[Session],
+        sessions: Sessions,
         split_count: int,
         clock: Callable[[], datetime] = lambda: datetime.now(UTC),
     ) -> None:

@@ -34,8 +34,6 @@ from dataclasses import dataclass
 from datetime import datetime
 from typing import Any
 
-from sqlalchemy.orm import Session, sessionmaker
-
 from vgpu_extender import store
 from vgpu_extender.domain import PodAssignment, PodRequest, RequestError
 from vgpu_extender.engine import ClusterIndex
@@ -45,6 +43,7 @@ from vgpu_extender.policies import Planner
 from vgpu_extender.services import victims as order
 from vgpu_extender.services.cluster import ClusterState
 from vgpu_extender.services.pod_cache import PodCache
+from vgpu_extender.store.sessions import Sessions
 
 logger = logging.getLogger(__name__)
 
@@ -111,7 +110,7 @@ class PreemptionService:
         self,
         *,
         cluster: ClusterState,
-        sessions: sessionmaker[Session] | None = None,
+        sessions: Sessions | None = None,
         kube: KubeClient | None = None,
         pod_cache: PodCache | None = None,
     ) -> None:
