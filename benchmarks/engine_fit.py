@@ -48,8 +48,9 @@ from vgpu_extender.domain import (
     PodRequest,
 )
 from vgpu_extender.engine import ClusterIndex, to_extender_scores
+from vgpu_extender.engine.framework import Planner
 from vgpu_extender.engine.reference import free_capacity, reference_fit
-from vgpu_extender.policies import Planner
+from vgpu_extender.policies import default_profile
 
 SIZES = (100, 1_000, 5_000)
 GPUS = 8
@@ -158,7 +159,7 @@ def run(sizes: Sequence[int], *, quick: bool) -> list[dict[str, Any]]:
 def time_case(
     case: str, cluster: Cluster, request: PodRequest, lists: list[list[str]], *, quick: bool
 ) -> dict[str, Any]:
-    planner = Planner(cluster.index)
+    planner = Planner(cluster.index, default_profile())
 
     def decide(i: int) -> tuple[int, int]:
         result = planner.filter(request, lists[i % len(lists)])

@@ -13,7 +13,6 @@
 from __future__ import annotations
 
 import gc
-import weakref
 from collections.abc import Callable, Sequence
 from dataclasses import replace
 from typing import Any
@@ -193,20 +192,36 @@ def test_unknown_candidates_stay_rejected_when_row_zero_changes() -> None:
     assert index.fit_cache.hits > 0
 
 
-def test_the_rows_array_is_held_while_its_verdicts_are() -> None:
+def test_rows_are_known_by_their_contents_not_the_array() -> None:
     index, names = cluster()
     request = make_request(1, mem=4000)
     checked_fit(index, request, names)
-    held = weakref.ref(index.rows_of(names))
     # Two other lists push the first out of rows_of's memory.
     for other in (names[1:], names[2:]):
         checked_fit(index, make_request(1, mem=5000), other)
     gc.collect()
-    assert held() is not None
-    # And the equal list, looked up anew, is a fresh array: judged in full, not mistaken.
+    # The equal list, looked up anew, is a fresh array of the same rows: answered from
+    # the verdicts, not judged again.
     hits, misses = counts(index)
     checked_fit(index, request, names)
-    assert counts(index) == (hits, misses + len(names))
+    assert counts(index) == (hits + len(names), misses)
+
+
+def test_an_array_changed_in_place_is_judged_for_what_it_holds() -> None:
+    index, names = cluster()
+    rows = np.array(index.rows_of(names))  # a writeable copy
+    stamps = index.row_stamps
+
+    def judge(mask: object, some: np.ndarray) -> np.ndarray:
+        return np.asarray(some % 2 == 0)
+
+    key = ("shape",)
+    first = index.fit_cache.good(key, 0, names, rows, stamps, lambda: None, judge)
+    rows[:] = rows[::-1]  # the caller reuses its array for another list
+    second = index.fit_cache.good(key, 0, names, rows, stamps, lambda: None, judge)
+    np.testing.assert_array_equal(second.good, rows % 2 == 0)
+    assert second.names is None  # a first sight of these rows: judged, names not yet held
+    assert first.good.tolist() != second.good.tolist()
 
 
 #: Pairs of requests differing in one thing fit reads, with different feasible sets on
@@ -332,11 +347,15 @@ def test_the_verdicts_returned_are_the_callers_own() -> None:
     again = cache.good("k", 0, list(names), rows, stamps, no_selector, judge)
     assert again.good.all() and cache.hits == len(names)
     assert again.names is not None and again.names.tolist() == list(names)
-    # An array that could change in place is never remembered.
+    # Another array of the same rows, even one that could change in place, is known by
+    # its contents: answered from the verdicts.
     writable = np.array(rows)
     for _ in range(2):
-        assert cache.good("k", 0, names, writable, stamps, no_selector, judge).names is None
-    assert cache.misses == 3 * len(names)
+        assert cache.good("k", 0, names, writable, stamps, no_selector, judge).names is not None
+    assert cache.misses == len(names)
+    writable[0] = writable[1]  # changed in place: other rows, judged afresh
+    assert cache.good("k", 0, names, writable, stamps, no_selector, judge).names is None
+    assert cache.misses == 2 * len(names)
 
 
 # ----------------------------------------------------------------- the property

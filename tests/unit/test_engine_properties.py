@@ -30,8 +30,9 @@ from vgpu_extender.engine import (
     choose_devices,
     fit,
 )
+from vgpu_extender.engine.framework import Planner, ProfileConfig
 from vgpu_extender.engine.reference import reference_fit
-from vgpu_extender.policies import Planner, PlannerConfig
+from vgpu_extender.policies import default_profile
 
 PROPERTY_SETTINGS = settings(
     max_examples=80,
@@ -324,8 +325,10 @@ def test_bind_placement_agrees_with_filter(
     # Bind places a pod by the device choice alone and asks filter only when that
     # fails: sound only because the two agree on every node.
     index = with_earlier_pods(build(cluster), cluster, earlier)
-    config = PlannerConfig(device_policy=device_policy, require_label=require_label)
-    planner = Planner(index, config=config)
+    config = ProfileConfig(
+        device_rank=device_policy, filters=("label-priority",) if require_label else ()
+    )
+    planner = Planner(index, default_profile(config))
     for name in [n.name for n in cluster] + ["ghost"]:
         placed = planner.place(request, name)
         verdict = planner.filter(request, [name])

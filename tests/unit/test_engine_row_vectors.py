@@ -22,7 +22,7 @@ from tests.support.index_machine import TopologyChanges, inventories
 from vgpu_extender.domain import NodeInventory
 from vgpu_extender.engine import ClusterIndex
 from vgpu_extender.engine.columns import IntVec
-from vgpu_extender.policies.registry import PolicyRegistry
+from vgpu_extender.policies import default_profile
 from vgpu_extender.policies.usage import node_usage_score
 
 
@@ -113,7 +113,7 @@ class RememberedScoreMachine(TopologyChanges):
 
     def __init__(self) -> None:
         super().__init__()
-        self.policies = PolicyRegistry()
+        self.policies = default_profile()
 
     def changed(self, before: object) -> None:
         self.check_scores()
@@ -131,7 +131,7 @@ class RememberedScoreMachine(TopologyChanges):
         np.testing.assert_array_equal(remembered, fresh)
         request = make_request(1, mem=1000)
         for name, sign in (("binpack", 1.0), ("spread", -1.0)):
-            scores = self.policies.get(name).score_nodes(index, request, rows)
+            scores = self.policies.node_scorers[name].score_nodes(index, request, rows)
             np.testing.assert_array_equal(scores, sign * fresh)
 
 

@@ -14,9 +14,14 @@ import pytest
 from tests.support.builders import make_index, make_node, make_request, use
 from vgpu_extender.domain import ContainerRequest, PodRequest, Reason
 from vgpu_extender.engine import ClusterIndex, NodeState, choose_devices
-from vgpu_extender.policies import Planner, PlannerConfig, PolicyOptions, PolicyRegistry
+from vgpu_extender.engine.framework import Planner, ProfileConfig
+from vgpu_extender.policies import default_profile
 from vgpu_extender.policies.fragment_math import CompiledShapes, Devices, fragmentation
-from vgpu_extender.policies.fragmentation import Fragmentation, build_fragmentation
+from vgpu_extender.policies.fragmentation import (
+    Fragmentation,
+    FragmentationArgs,
+    build_fragmentation,
+)
 from vgpu_extender.policies.row_states import RowStates
 from vgpu_extender.policies.typical_pods import (
     ShapeCounter,
@@ -92,7 +97,7 @@ def test_memory_only_requests_count_the_scarcer_resource() -> None:
 
 # --------------------------------------------------------------------------- the policy
 def policy(shapes: list[WeightedShape], *, quantize: bool = False) -> Fragmentation:
-    return build_fragmentation(PolicyOptions(typical_pods=tuple(shapes)), quantize=quantize)
+    return build_fragmentation(FragmentationArgs(typical_pods=tuple(shapes), quantize=quantize))
 
 
 def two_nodes() -> ClusterIndex:
@@ -157,7 +162,7 @@ def test_devices_are_told_apart_below_one_score_point(
     # On gpu0 -> [30, 320]: F 30, delta 290. On gpu1 -> [330, 20]: F 20, delta 300.
     index, node = gpu_node("n", [330, 320])
     fgd = build_fragmentation(
-        PolicyOptions(typical_pods=((1.0, shape(310)),)), raw_devices=raw_devices
+        FragmentationArgs(typical_pods=((1.0, shape(310)),), raw_devices=raw_devices)
     )
     state = NodeState.of(index, index.row_of(node) or 0, SHARE_300)
     for scored_first in (False, True):  # fresh, and from what scoring the node worked out
@@ -212,7 +217,7 @@ def test_multi_gpu_pods_take_whole_devices_in_the_score() -> None:
 
 
 def test_learning_policy_starts_from_a_prior_and_learns() -> None:
-    fgd = build_fragmentation(PolicyOptions())
+    fgd = build_fragmentation(FragmentationArgs())
     assert fgd.learner is not None
     before = fgd.compiled()
     assert len(before.weight) == 3  # the prior: whole, half, quarter
@@ -287,11 +292,11 @@ def test_host_only_pods_meet_node_resources_fit_and_the_node_policy() -> None:
         make_node("big", 1, mem=1000, cores=100, count=10, type=G2, cpu_milli=64_000),
     )
     cpu_pod = PodRequest(uid="cpu", containers=(ContainerRequest("c"),), cpu_milli=3_000)
-    registry = PolicyRegistry(PolicyOptions(typical_pods=((1.0, shape(500, cpu=2_000)),)))
-    config = PlannerConfig(
-        node_policy="fragmentation", device_policy="fragmentation", score_unmanaged=True
+    args = {"fragmentation": FragmentationArgs(typical_pods=((1.0, shape(500, cpu=2_000)),))}
+    config = ProfileConfig(
+        node_score="fragmentation", device_rank="fragmentation", score_unmanaged=True
     )
-    planner = Planner(index, registry, config)
+    planner = Planner(index, default_profile(config, args))
     result = planner.filter(cpu_pod, ["small", "big"])
     assert result.feasible == ["big"]
     assert result.rejections["small"].reason is Reason.CPU

@@ -1,4 +1,4 @@
-"""The planner: filter, prioritize, choose and decide, through the configured policies."""
+"""The planner: filter, prioritize, choose and decide, through the profile's plug-ins."""
 
 from __future__ import annotations
 
@@ -19,9 +19,20 @@ from tests.support.builders import (
 )
 from vgpu_extender.domain import PodAssignment, PodRequest, Reason, Rejection
 from vgpu_extender.engine import ClusterIndex, FitResult
-from vgpu_extender.policies import Planner, PlannerConfig, UnknownPolicyError
+from vgpu_extender.engine.framework import (
+    PluginSpec,
+    Profile,
+    ProfileConfig,
+    UnknownPluginError,
+)
+from vgpu_extender.engine.framework.runtime import Planner, _flat
+from vgpu_extender.policies import default_profile
 from vgpu_extender.policies.label_priority import DEFAULT_LABEL
-from vgpu_extender.policies.planner import _flat
+
+
+def planner_of(index: ClusterIndex, config: ProfileConfig | None = None) -> Planner:
+    """A planner over ``index`` with the built-in plug-ins."""
+    return Planner(index, default_profile(config))
 
 
 def cluster() -> ClusterIndex:
@@ -44,25 +55,25 @@ NAMES = ["full", "half", "idle"]
 # idle: 0
 # binpack scales 0, 10.5, 14.5 -> idle 0, half 10.5/14.5*10 = 7.24 -> 7, full 10.
 PRIORITIES = [
-    pytest.param(PlannerConfig(), make_request(1, mem=100), [10, 7, 0], id="binpack"),
+    pytest.param(ProfileConfig(), make_request(1, mem=100), [10, 7, 0], id="binpack"),
     pytest.param(
-        PlannerConfig(node_policy="spread"), make_request(1, mem=100), [0, 3, 10], id="spread"
+        ProfileConfig(node_score="spread"), make_request(1, mem=100), [0, 3, 10], id="spread"
     ),
     pytest.param(
-        PlannerConfig(),
+        ProfileConfig(),
         make_request(1, mem=100, node_policy="spread"),
         [0, 3, 10],
         id="pod-overrides-node-policy",
     ),
     pytest.param(
-        PlannerConfig(node_policy="label-priority"),
+        ProfileConfig(node_score="label-priority"),
         make_request(1, mem=100),
         # Labels 1, 50, 100: (50-1)/99*10 = 4.9 -> 5.
         [0, 5, 10],
         id="label-priority",
     ),
     pytest.param(
-        PlannerConfig(),
+        ProfileConfig(),
         make_request(0),
         # No managed device: only the fallback (label-priority) can tell nodes apart.
         [0, 5, 10],
@@ -72,30 +83,30 @@ PRIORITIES = [
 
 
 @pytest.mark.parametrize(("config", "request_", "expected"), PRIORITIES)
-def test_prioritize(config: PlannerConfig, request_: PodRequest, expected: list[int]) -> None:
-    planner = Planner(cluster(), config=config)
+def test_prioritize(config: ProfileConfig, request_: PodRequest, expected: list[int]) -> None:
+    planner = planner_of(cluster(), config)
     assert planner.prioritize(request_, NAMES) == list(zip(NAMES, expected, strict=True))
 
 
 def test_prioritize_keeps_input_order_and_scores_unknown_nodes_zero() -> None:
-    planner = Planner(cluster())
+    planner = planner_of(cluster())
     got = planner.prioritize(make_request(1, mem=100), ["idle", "ghost", "full"])
     assert got == [("idle", 0), ("ghost", 0), ("full", 10)]
     assert planner.prioritize(make_request(1), []) == []
 
 
 FALLBACK = [
-    pytest.param(PlannerConfig(), [0, 5, 10], id="label-breaks-the-tie"),
-    pytest.param(PlannerConfig(fallback_policy=""), [10, 10, 10], id="no-fallback"),
+    pytest.param(ProfileConfig(), [0, 5, 10], id="label-breaks-the-tie"),
+    pytest.param(ProfileConfig(fallback_score=""), [10, 10, 10], id="no-fallback"),
 ]
 
 
 @pytest.mark.parametrize(("config", "expected"), FALLBACK)
-def test_fallback_when_the_node_policy_is_flat(config: PlannerConfig, expected: list[int]) -> None:
+def test_fallback_when_the_node_policy_is_flat(config: ProfileConfig, expected: list[int]) -> None:
     index = make_index(
         *(make_node(n, 1, labels={DEFAULT_LABEL: v}) for n, v in zip(NAMES, "159", strict=True))
     )
-    planner = Planner(index, config=config)
+    planner = planner_of(index, config)
     got = planner.prioritize(make_request(1, mem=100), NAMES)
     assert [score for _, score in got] == expected
 
@@ -103,16 +114,16 @@ def test_fallback_when_the_node_policy_is_flat(config: PlannerConfig, expected: 
 def test_bad_policy_names_fail_at_start() -> None:
     index = make_index()
     for config in (
-        PlannerConfig(node_policy="nope"),
-        PlannerConfig(device_policy="nope"),
-        PlannerConfig(fallback_policy="nope"),
+        ProfileConfig(node_score="nope"),
+        ProfileConfig(device_rank="nope"),
+        ProfileConfig(fallback_score="nope"),
     ):
-        with pytest.raises(UnknownPolicyError, match="unknown policy 'nope'"):
-            Planner(index, config=config)
+        with pytest.raises(UnknownPluginError, match="unknown policy 'nope'"):
+            planner_of(index, config)
 
 
 def test_filter_explains_and_confirms_multi_container_pods() -> None:
-    planner = Planner(cluster())
+    planner = planner_of(cluster())
     request = make_request(
         containers=[
             make_container(1, mem=4000, cores=40, name="a"),
@@ -134,7 +145,7 @@ def test_filter_require_label() -> None:
         make_node("bad", 1, labels={DEFAULT_LABEL: "x"}),
         make_node("tiny", 1, mem=100),
     )
-    planner = Planner(index, config=PlannerConfig(require_label=True))
+    planner = planner_of(index, ProfileConfig(filters=("label-priority",)))
     result = planner.filter(make_request(1, mem=1000), ["good", "bare", "bad", "tiny"])
     assert result.feasible == ["good"]
     assert result.rows.tolist() == [index.row_of("good")]
@@ -148,7 +159,7 @@ def test_filter_require_label() -> None:
 
 
 def test_best_takes_the_top_node_and_devices_by_the_device_policy() -> None:
-    planner = Planner(cluster())
+    planner = planner_of(cluster())
     decided = planner.best(make_request(1, mem=1000, cores=10), NAMES)
     assert isinstance(decided, tuple)
     node, assignment = decided
@@ -161,7 +172,7 @@ def test_best_takes_the_top_node_and_devices_by_the_device_policy() -> None:
 def test_best_with_per_pod_device_policy() -> None:
     index = make_index(make_node("a", 3))
     use(index, "p", "a", [(1, 4000, 40)])
-    planner = Planner(index)
+    planner = planner_of(index)
     spread_pick = planner.best(make_request(1, mem=100), ["a"])
     binpack_pick = planner.best(make_request(1, mem=100, device_policy="binpack"), ["a"])
     assert isinstance(spread_pick, tuple) and isinstance(binpack_pick, tuple)
@@ -173,7 +184,7 @@ def test_best_with_per_pod_device_policy() -> None:
 
 
 def test_best_explains_when_nothing_fits() -> None:
-    planner = Planner(cluster())
+    planner = planner_of(cluster())
     decided = planner.best(make_request(3, mem=100), NAMES)
     assert isinstance(decided, FitResult)
     assert decided.feasible == []
@@ -181,9 +192,13 @@ def test_best_explains_when_nothing_fits() -> None:
 
 
 def test_scores_of_one_node_skip_the_fallback() -> None:
-    planner = Planner(cluster())
+    planner = planner_of(cluster())
     rows = planner.index.rows_of(["idle"])
     assert planner.scores(make_request(1, mem=100), rows).tolist() == [0.0]
+
+
+class _NoArgs:
+    """A plug-in without arguments."""
 
 
 class _Recording:
@@ -214,17 +229,16 @@ class _Recording:
 def test_observe_tells_each_of_the_pods_policies_once(
     node_policy: str, device_policy: str, expected: list[tuple[str, str]]
 ) -> None:
-    from vgpu_extender.policies import PolicyOptions, PolicyRegistry
-
     seen: list[tuple[str, str]] = []
-    registry = PolicyRegistry(
-        PolicyOptions(),
-        factories={name: (lambda _o, n=name: _Recording(n, seen)) for name in ("a", "b")},
-    )
+    registry = {
+        name: PluginSpec(_NoArgs, lambda _a, n=name: _Recording(n, seen)) for name in ("a", "b")
+    }
     planner = Planner(
         ClusterIndex(),
-        registry,
-        PlannerConfig(node_policy=node_policy, device_policy=device_policy, fallback_policy=""),
+        Profile(
+            registry,
+            ProfileConfig(node_score=node_policy, device_rank=device_policy, fallback_score=""),
+        ),
     )
     planner.observe(make_request(uid="u1", count=1, mem=1000))
     assert seen == expected
@@ -235,3 +249,56 @@ def test_flat_scores_are_told_as_by_the_plain_rule(values: list[float]) -> None:
     # Flat: no finite score, or every finite score equal (the fallback policy decides).
     finite = [v for v in values if math.isfinite(v)]
     assert _flat(np.array(values, dtype=np.float64)) == (len(set(finite)) <= 1)
+
+
+# ----------------------------------------------------------------- the request signature
+
+
+def test_the_signature_is_what_the_share_model_and_plugins_read() -> None:
+    profile = default_profile()
+    one = make_request(1, mem=1000, uid="u1")
+    # Another pod of the same shape: identity, priority and policy names are not read.
+    assert profile.signature(one) == profile.signature(
+        make_request(1, mem=1000, uid="u2", node_policy="spread")
+    )
+    assert profile.signature(one) != profile.signature(make_request(1, mem=2000))
+    several = make_request(
+        containers=[make_container(1, mem=500, name="a"), make_container(1, mem=700)]
+    )
+    # Several device containers: the device ranker's choice confirms each node, so its
+    # signature is part of the pod's; spread and binpack sign differently.
+    spread_sig = profile.signature(several)
+    assert spread_sig is not None
+    binpack_sig = profile.signature(
+        make_request(
+            containers=[make_container(1, mem=500, name="a"), make_container(1, mem=700)],
+            device_policy="binpack",
+        )
+    )
+    assert binpack_sig is not None and binpack_sig != spread_sig
+    # fragmentation learns as pods arrive: its part cannot be remembered.
+    learning = default_profile(ProfileConfig(device_rank="fragmentation"))
+    assert learning.signature(several) is None
+    assert learning.signature(one) == profile.signature(one)
+
+
+class _Unsigned:
+    """A device ranker that does not say what it reads."""
+
+    name = "unsigned"
+
+    def score_nodes(self, index: object, request: object, rows: np.ndarray) -> np.ndarray:
+        return np.zeros(len(rows))
+
+    def rank_devices(self, state: object, container: object, candidates: list[int]) -> list[int]:
+        return sorted(candidates)
+
+
+def test_a_plugin_that_does_not_sign_makes_its_pods_unremembered() -> None:
+    profile = Profile(
+        {"unsigned": PluginSpec(_NoArgs, lambda _a: _Unsigned())},
+        ProfileConfig(node_score="unsigned", device_rank="unsigned", fallback_score=""),
+    )
+    assert profile.signature(make_request(1, mem=100)) is not None
+    several = make_request(containers=[make_container(1, name="a"), make_container(1)])
+    assert profile.signature(several) is None

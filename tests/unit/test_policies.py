@@ -18,18 +18,24 @@ from tests.support.builders import (
 )
 from vgpu_extender.domain import ContainerRequest, NodeInventory, PodAssignment, PodRequest
 from vgpu_extender.engine import ClusterIndex, NodeState, fit, to_extender_scores
-from vgpu_extender.policies import (
-    BUILTIN,
+from vgpu_extender.engine.framework import (
+    DeviceRankPlugin,
     Planner,
-    PlannerConfig,
-    Policy,
-    PolicyOptions,
-    PolicyRegistry,
-    UnknownPolicyError,
+    Profile,
+    ProfileConfig,
+    ProfileError,
+    UnknownPluginError,
 )
-from vgpu_extender.policies.label_priority import DEFAULT_LABEL, LabelPriority, label_value
+from vgpu_extender.policies import BUILTIN, default_profile
+from vgpu_extender.policies.label_priority import (
+    DEFAULT_LABEL,
+    LabelPriority,
+    LabelPriorityArgs,
+    label_value,
+)
 from vgpu_extender.policies.usage import (
     DeviceWeights,
+    UsageArgs,
     binpack,
     device_usage_score,
     node_usage_score,
@@ -131,22 +137,24 @@ RANKINGS = [
 
 
 @pytest.mark.parametrize(("policy", "candidates", "expected"), RANKINGS)
-def test_usage_rank_devices(policy: Policy, candidates: list[int], expected: list[int]) -> None:
+def test_usage_rank_devices(
+    policy: DeviceRankPlugin, candidates: list[int], expected: list[int]
+) -> None:
     share = make_container(1, mem=500, cores=5)
     assert policy.rank_devices(ranked_state(), share, candidates) == expected
 
 
-def test_device_weights_come_from_options() -> None:
+def test_device_weights_come_from_the_arguments() -> None:
     # Memory alone: device 1 (1000 MiB used) is fuller than device 0 (10 cores used only).
     index = make_index(make_node("a", 2))
     use(index, "p0", "a", [(0, 0, 90)])
     use(index, "p1", "a", [(1, 1000, 0)])
     state = NodeState.of(index, index.row_of("a") or 0)
     share = make_container(1, mem=100, cores=1)
-    memory_only = PolicyRegistry(PolicyOptions(device_weights=DeviceWeights(0, 0, 1)))
-    assert memory_only.get("binpack").rank_devices(state, share, [0, 1]) == [1, 0]
-    cores_only = PolicyRegistry(PolicyOptions(device_weights=DeviceWeights(0, 1, 0)))
-    assert cores_only.get("binpack").rank_devices(state, share, [0, 1]) == [0, 1]
+    memory_only = default_profile(args={"binpack": UsageArgs(DeviceWeights(0, 0, 1))})
+    assert memory_only.device_rankers["binpack"].rank_devices(state, share, [0, 1]) == [1, 0]
+    cores_only = default_profile(args={"binpack": {"device_weights": DeviceWeights(0, 1, 0)}})
+    assert cores_only.device_rankers["binpack"].rank_devices(state, share, [0, 1]) == [0, 1]
 
 
 # ----------------------------------------------------------------- label-priority
@@ -211,7 +219,8 @@ def test_label_priority_scores_and_problems() -> None:
 
 def test_label_priority_reads_the_configured_key_and_sees_new_labels() -> None:
     index = labelled("1", "5", key="example.com/rank")
-    policy = PolicyRegistry(PolicyOptions(priority_label="example.com/rank")).get("label-priority")
+    profile = default_profile(args={"label-priority": LabelPriorityArgs("example.com/rank")})
+    policy = profile.node_scorers["label-priority"]
     rows = index.rows_of(["n0", "n1"])
     assert policy.score_nodes(index, make_request(1), rows).tolist() == [1.0, 5.0]
     index.upsert_node(make_node("n0", 1, labels={"example.com/rank": "9"}))
@@ -222,27 +231,142 @@ def test_label_priority_reads_the_configured_key_and_sees_new_labels() -> None:
 
 
 def test_registry_builds_each_policy_once() -> None:
-    registry = PolicyRegistry()
-    assert registry.names >= {"binpack", "spread", "label-priority", "fragmentation"}
-    assert registry.get("binpack") is registry.get("binpack")
-    assert registry.get("spread").name == "spread"
+    profile = default_profile()
+    assert set(profile.plugins) >= {"binpack", "spread", "label-priority", "fragmentation"}
+    # One instance serves every role it has (what fragmentation observes, it scores by).
+    assert profile.node_scorers["binpack"] is profile.device_rankers["binpack"]
+    assert profile.observers["fragmentation"] is profile.node_scorers["fragmentation"]
+    assert profile.node_scorers["spread"].name == "spread"
 
 
 def test_registry_unknown_name_lists_the_known_ones() -> None:
-    with pytest.raises(UnknownPolicyError) as caught:
-        PolicyRegistry().get("mutex")
+    with pytest.raises(UnknownPluginError) as caught:
+        default_profile(ProfileConfig(node_score="mutex"))
     assert str(caught.value).startswith("unknown policy 'mutex' (known: binpack, ")
 
 
 def test_registry_takes_its_factories() -> None:
-    registry = PolicyRegistry(factories={"only": BUILTIN["spread"]})
-    assert registry.names == frozenset({"only"})
-    assert registry.get("only").rank_devices(ranked_state(), make_container(1), [3, 0]) == [0, 3]
+    profile = Profile({"only": BUILTIN["spread"]}, ProfileConfig("only", "only", fallback_score=""))
+    assert set(profile.plugins) == {"only"}
+    ranked = profile.device_rankers["only"].rank_devices(ranked_state(), make_container(1), [3, 0])
+    assert ranked == [0, 3]
+
+
+ROLES = {
+    # plug-in: (filter, node score, device rank, observe)
+    "binpack": (False, True, True, False),
+    "spread": (False, True, True, False),
+    "label-priority": (True, True, False, False),
+    "fragmentation": (False, True, True, True),
+}
+
+
+def test_each_plugin_has_exactly_its_roles() -> None:
+    profile = default_profile(ProfileConfig(filters=("label-priority",)))
+    for name, (filters, scores, ranks, observes) in ROLES.items():
+        assert (profile.plugins[name] in profile.filters) is filters, name
+        assert (name in profile.node_scorers) is scores, name
+        assert (name in profile.device_rankers) is ranks, name
+        assert (name in profile.observers) is observes, name
+    assert set(ROLES) == set(BUILTIN)
+
+
+# ----------------------------------------------------------------- profile validation
+
+BAD_PROFILES = [
+    pytest.param(
+        ProfileConfig(), {"mutex": {}}, UnknownPluginError, "unknown policy 'mutex'", id="unknown"
+    ),
+    pytest.param(
+        ProfileConfig(filters=("nope",)),
+        {},
+        UnknownPluginError,
+        "unknown policy 'nope'",
+        id="unknown-filter",
+    ),
+    pytest.param(
+        ProfileConfig(),
+        {"label-priority": {"label": 3}},
+        ProfileError,
+        "plug-in 'label-priority': argument 'label' must be a non-empty string, not 3",
+        id="wrong-argument-type",
+    ),
+    pytest.param(
+        ProfileConfig(),
+        {"binpack": {"device_weights": (1, 1, 1)}},
+        ProfileError,
+        "plug-in 'binpack': argument 'device_weights' must be DeviceWeights, not tuple",
+        id="wrong-nested-type",
+    ),
+    pytest.param(
+        ProfileConfig(),
+        {"fragmentation": {"typical_pods": ((1.0, "big"),)}},
+        ProfileError,
+        "plug-in 'fragmentation': argument 'typical_pods' must be a tuple of",
+        id="wrong-typical-pods",
+    ),
+    pytest.param(
+        ProfileConfig(),
+        {"fragmentation": {"host_pack": 2}},
+        ProfileError,
+        r"plug-in 'fragmentation': argument 'host_pack' must be a number in \[0, 1\), not 2",
+        id="argument-out-of-range",
+    ),
+    pytest.param(
+        ProfileConfig(),
+        {"spread": {"weights": DeviceWeights()}},
+        ProfileError,
+        "plug-in 'spread': .*'weights'",
+        id="argument-the-plugin-lacks",
+    ),
+    pytest.param(
+        ProfileConfig(),
+        {"spread": LabelPriorityArgs()},
+        ProfileError,
+        "plug-in 'spread': arguments must be UsageArgs or a mapping of its fields, "
+        "not LabelPriorityArgs",
+        id="arguments-of-another-plugin",
+    ),
+    pytest.param(
+        ProfileConfig(filters=("binpack",)),
+        {},
+        ProfileError,
+        r"plug-in 'binpack' is not a filter plug-in \(filter plug-ins: label-priority\)",
+        id="not-a-filter",
+    ),
+    pytest.param(
+        ProfileConfig(device_rank="label-priority"),
+        {},
+        ProfileError,
+        "plug-in 'label-priority' is not a device rank plug-in",
+        id="not-a-device-ranker",
+    ),
+]
+
+
+@pytest.mark.parametrize(("config", "args", "error", "message"), BAD_PROFILES)
+def test_a_bad_profile_fails_naming_the_plugin_and_argument(
+    config: ProfileConfig, args: dict[str, object], error: type[Exception], message: str
+) -> None:
+    with pytest.raises(error, match=message):
+        default_profile(config, args)
+
+
+def test_an_argument_type_checks_its_own_values() -> None:
+    with pytest.raises(ValueError, match=r"argument .device_weights\.memory. must be a number"):
+        DeviceWeights(memory=-1)
+
+
+def test_a_pod_naming_a_plugin_for_a_role_it_lacks_is_refused() -> None:
+    profile = default_profile()
+    with pytest.raises(ProfileError, match="not a device rank plug-in"):
+        profile.ranker(make_request(1, device_policy="label-priority"))
 
 
 # ----------------------------------------------------------------- the shared contract
 
-POLICY_NAMES = sorted(PolicyRegistry().names)
+POLICY_NAMES = sorted(BUILTIN)
+DEVICE_RANKERS = sorted(default_profile().device_rankers)
 
 
 def contract_cluster() -> ClusterIndex:
@@ -283,8 +407,7 @@ def policy_name(request: pytest.FixtureRequest) -> str:
 
 @pytest.mark.parametrize("request_", CONTRACT_REQUESTS)
 def test_policy_contract_scores(policy_name: str, request_: PodRequest) -> None:
-    registry = PolicyRegistry()
-    policy = registry.get(policy_name)
+    policy = default_profile().node_scorers[policy_name]
     assert policy.name == policy_name
     index = contract_cluster()
     before = (index.version, index.cols.mem_free.copy(), index.cols.cores_free.copy())
@@ -304,9 +427,10 @@ def test_policy_contract_scores(policy_name: str, request_: PodRequest) -> None:
     assert len(policy.score_nodes(index, request_, np.zeros(0, dtype=np.int64))) == 0
 
 
+@pytest.mark.parametrize("ranker_name", DEVICE_RANKERS)
 @pytest.mark.parametrize("request_", CONTRACT_REQUESTS)
-def test_policy_contract_devices(policy_name: str, request_: PodRequest) -> None:
-    policy = PolicyRegistry().get(policy_name)
+def test_policy_contract_devices(ranker_name: str, request_: PodRequest) -> None:
+    policy = default_profile().device_rankers[ranker_name]
     index = contract_cluster()
     for node in index.node_names():
         state = NodeState.of(index, index.row_of(node) or 0, request_)
@@ -329,25 +453,27 @@ def test_policy_contract_devices(policy_name: str, request_: PodRequest) -> None
 @pytest.mark.parametrize("request_", CONTRACT_REQUESTS)
 def test_policy_contract_places_pods_that_apply(policy_name: str, request_: PodRequest) -> None:
     index = contract_cluster()
-    config = PlannerConfig(node_policy=policy_name, device_policy=_device_policy(policy_name))
-    planner = Planner(index, PolicyRegistry(), config)
+    config = ProfileConfig(node_score=policy_name, device_rank=_device_policy(policy_name))
+    planner = Planner(index, default_profile(config))
     best = planner.best(request_, index.node_names())
     assert isinstance(best, tuple), best
     node, assignment = best
     assert assignment.node == node
-    planner.node_policy(request_).observe(request_)
+    planner.observe(request_)
     index.apply("placed", assignment, cpu_milli=request_.cpu_milli)  # never over-allocates
     # Observing and placing leave the policy able to score again.
     after = fit(index, request_, index.node_names())
-    scores = planner.node_policy(request_).score_nodes(index, request_, after.rows)
+    scores = planner.node_scorer(request_).score_nodes(index, request_, after.rows)
     assert len(scores) == len(after.rows)
 
 
 def _device_policy(name: str) -> str:
-    """The policy itself where it ranks devices; label-priority has no device preference."""
-    return name if name != "label-priority" else "spread"
+    """The policy itself where it ranks devices; label-priority has no device preference
+    (spread ranks them)."""
+    return name if name in DEVICE_RANKERS else "spread"
 
 
 def test_every_registered_policy_is_in_the_contract_suite() -> None:
     assert set(POLICY_NAMES) == set(BUILTIN)
+    assert set(DEVICE_RANKERS) <= set(BUILTIN)
     assert isinstance(POLICY_NAMES, Sequence)

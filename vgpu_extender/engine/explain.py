@@ -96,9 +96,11 @@ def explain_rows_cached(
 
 
 def request_key(request: PodRequest) -> Hashable:
-    """Everything of ``request`` that fit and explaining read: the distinct device
-    container shapes in order (exclusivity follows from the cores; none means the pod is
-    not managed), the selector, NUMA binding and the host requests. Not the pod's
+    """The share model's part of a request's signature (``Profile.signature`` adds the
+    plug-ins'): everything of ``request`` that fit and explaining read, that is the
+    distinct device container shapes in order (the demand every stage reads: count,
+    memory, memory percent, cores; exclusivity follows from the cores; none means the pod
+    is not managed), the selector, NUMA binding and the host requests. Not the pod's
     identity, priority or policies, nor containers' names or init flags."""
     return (
         tuple(_distinct(request.device_containers)),

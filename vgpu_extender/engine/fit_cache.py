@@ -8,14 +8,15 @@ and removals change (the interned device types and UUIDs a selector matches, the
 ids, the grid's size), all of which move ``ClusterIndex.topology_version``. So a
 verdict holds while its row's stamp and the topology version do.
 
-Per request shape the cache keeps the selector's device mask (made under the entry's
+Per request signature (what the share model and the plug-ins read of the request, made
+by the framework) the cache keeps the selector's device mask (made under the entry's
 topology version) and, for the last few candidate rows arrays it judged, each
-candidate's verdict with the stamp its row had then. A rows array is known by identity
-(``ClusterIndex.rows_of`` hands a repeated list's remembered array back, for equal
-lists only) and is held by its entry, so no other array can take its id while the
-entry lives; arrays that could change in place (writeable ones) are never remembered.
-From a list's second use on, the entry also holds its names as an array, so the
-feasible and rejected names are picked without a Python pass over the list.
+candidate's verdict with the stamp its row had then. A rows array is known by its
+contents (a copy of its bytes, compared in one ``memcmp``), never by the identity of the
+array a caller hands over, so an array changed in place or a fresh array of equal rows
+is judged for what it holds. From a list's second use on, the entry also holds its names
+as an array, so the feasible and rejected names are picked without a Python pass over
+the list (only for lists of known nodes: the unknown ones all share row -1).
 
 Like the index, a cache is not thread-safe: callers hold the index's lock.
 """
@@ -56,17 +57,21 @@ class Remembered(NamedTuple):
 class _ListVerdicts:
     """One rows array's verdicts, by position, with the stamp each row had when judged."""
 
-    __slots__ = ("good", "names", "rows", "safe", "stamps")
+    __slots__ = ("all_known", "good", "key", "names", "safe", "stamps")
 
-    def __init__(self, rows: IntVec, stamps: IntVec, good: BoolVec) -> None:
-        self.rows = rows  # held, so that its id stays its own
+    def __init__(self, key: bytes, rows: IntVec, stamps: IntVec, good: BoolVec) -> None:
+        self.key = key  # the rows' bytes
+        self.all_known = bool((rows >= 0).all())
         self.safe: IntVec = np.where(rows >= 0, rows, 0)  # unknown nodes read row 0's stamp
         self.stamps: IntVec = np.take(stamps, self.safe)
         self.good: BoolVec = good.copy()
         self.names: Names | None = None
 
-    def names_of(self, candidates: Sequence[str]) -> Names:
-        """The candidates as an array (equal lists share a rows array, so any of them)."""
+    def names_of(self, candidates: Sequence[str]) -> Names | None:
+        """The candidates as an array (equal rows of known nodes are equal lists under one
+        topology, so any of them); None where some are unknown."""
+        if not self.all_known:
+            return None
         if self.names is None:
             self.names = np.empty(len(candidates), dtype=object)
             self.names[:] = candidates
@@ -124,9 +129,9 @@ class FitCache:
         whose row's stamp (``stamps``, indexed by row) moved since ``key`` last judged
         this array.
 
-        ``key`` must cover everything of the request that ``judge`` and ``selector_mask``
-        read, and ``topology`` must move with everything index-wide they read that no
-        row stamp covers.
+        ``key`` (the request's signature) must cover everything of the request that
+        ``judge`` and ``selector_mask`` read, and ``topology`` must move with everything
+        index-wide they read that no row stamp covers.
         """
         shape = self._shapes.get(key)
         if shape is None or shape.topology != topology:
@@ -136,13 +141,13 @@ class FitCache:
                 self._shapes.popitem(last=False)
         self._shapes.move_to_end(key)
         mask = shape.selector_mask
-        held = _find(shape.lists, rows)
+        contents = rows.tobytes()
+        held = _find(shape.lists, contents)
         if held is None:
             good = judge(mask, rows)
             self.misses += len(rows)
-            if not rows.flags.writeable:
-                shape.lists.insert(0, _ListVerdicts(rows, stamps, good))
-                del shape.lists[self._lists :]
+            shape.lists.insert(0, _ListVerdicts(contents, rows, stamps, good))
+            del shape.lists[self._lists :]
             return Remembered(good, mask, None)
         now = np.take(stamps, held.safe)
         moved = np.flatnonzero(now != held.stamps)
@@ -154,10 +159,10 @@ class FitCache:
         return Remembered(held.good.copy(), mask, held.names_of(candidates))
 
 
-def _find(lists: list[_ListVerdicts], rows: IntVec) -> _ListVerdicts | None:
-    """The verdicts held for this very array, moved to the front."""
+def _find(lists: list[_ListVerdicts], contents: bytes) -> _ListVerdicts | None:
+    """The verdicts held for rows of these bytes, moved to the front."""
     for i, held in enumerate(lists):
-        if held.rows is rows:
+        if held.key == contents:
             if i:
                 lists.insert(0, lists.pop(i))
             return held

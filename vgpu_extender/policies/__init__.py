@@ -1,20 +1,22 @@
-"""Placement policies as named plug-ins, and the planner that applies them."""
+"""Placement policies as plug-ins of the framework (``engine.framework``), registered once."""
 
-from vgpu_extender.policies.base import Policy
-from vgpu_extender.policies.planner import Planner, PlannerConfig
+# Transitional (services/runtime.py, services/preemption.py): delete with legacy.py.
+from vgpu_extender.policies.legacy import Planner, PlannerConfig, PolicyOptions
 from vgpu_extender.policies.registry import (
     BUILTIN,
-    PolicyOptions,
-    PolicyRegistry,
-    UnknownPolicyError,
+    default_profile,
+    plugin_args_from_settings,
+    profile_config_from_settings,
+    profile_from_settings,
 )
 
 __all__ = [
     "BUILTIN",
     "Planner",
     "PlannerConfig",
-    "Policy",
     "PolicyOptions",
-    "PolicyRegistry",
-    "UnknownPolicyError",
+    "default_profile",
+    "plugin_args_from_settings",
+    "profile_config_from_settings",
+    "profile_from_settings",
 ]

@@ -28,8 +28,8 @@ import numpy.typing as npt
 from vgpu_extender.domain import ContainerRequest, DeviceSelector
 from vgpu_extender.domain.share import Capacity, ShareModel
 from vgpu_extender.engine import ClusterIndex, NodeState
+from vgpu_extender.engine.framework import FloatVec, IntVec
 from vgpu_extender.engine.rules import fitting_mask
-from vgpu_extender.policies.base import FloatVec, IntVec
 from vgpu_extender.policies.typical_pods import WeightedShape
 
 IntArr = npt.NDArray[np.int64]

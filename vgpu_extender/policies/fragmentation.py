@@ -20,7 +20,7 @@ scores do worse: they separate nodes by the small fragments host CPU decides.
 
 from __future__ import annotations
 
-from collections.abc import Sequence
+from collections.abc import Hashable, Sequence
 from dataclasses import dataclass, field
 
 import numpy as np
@@ -28,7 +28,7 @@ import numpy as np
 from vgpu_extender.domain import ContainerRequest, PodAssignment, PodRequest
 from vgpu_extender.engine import ClusterIndex, NodeState, choose_devices
 from vgpu_extender.engine.columns import UNLIMITED
-from vgpu_extender.policies.base import FloatVec, IntVec
+from vgpu_extender.engine.framework import ArgumentError, FloatVec, IntVec
 from vgpu_extender.policies.fragment_math import (
     ClassStats,
     CompiledShapes,
@@ -40,12 +40,44 @@ from vgpu_extender.policies.fragment_math import (
     paper_score,
     taken,
 )
-from vgpu_extender.policies.registry import PolicyOptions
 from vgpu_extender.policies.row_states import RowStates
 from vgpu_extender.policies.typical_pods import ShapeCounter, TypicalPod, WeightedShape
 
 #: The default ``host_pack``: half a score point.
 HOST_PACK = 0.5
+
+
+@dataclass(frozen=True, slots=True)
+class FragmentationArgs:
+    """``fragmentation``'s arguments. ``typical_pods``: (weight, shape) pairs, empty to
+    learn them online; the rest as on ``Fragmentation``. ``quantize=True,
+    raw_devices=False, host_pack=0`` is the paper's FGD exactly."""
+
+    typical_pods: tuple[WeightedShape, ...] = ()
+    quantize: bool = True
+    raw_devices: bool = True
+    host_pack: float = HOST_PACK
+
+    def __post_init__(self) -> None:
+        pods = self.typical_pods
+        if not isinstance(pods, tuple) or not all(
+            isinstance(p, tuple)
+            and len(p) == 2
+            and isinstance(p[0], int | float)
+            and not isinstance(p[0], bool)
+            and p[0] > 0
+            and isinstance(p[1], TypicalPod)
+            for p in pods
+        ):
+            raise ArgumentError(
+                "typical_pods", f"must be a tuple of (weight > 0, TypicalPod), not {pods!r:.80}"
+            )
+        for name in ("quantize", "raw_devices"):
+            if not isinstance(getattr(self, name), bool):
+                raise ArgumentError(name, f"must be a bool, not {getattr(self, name)!r}")
+        pack = self.host_pack
+        if isinstance(pack, bool) or not isinstance(pack, int | float) or not 0 <= pack < 1:
+            raise ArgumentError("host_pack", f"must be a number in [0, 1), not {pack!r}")
 
 
 # --------------------------------------------------------------------------- the policy
@@ -87,6 +119,11 @@ class Fragmentation:
     def observe(self, request: PodRequest) -> None:
         if self.learner is not None:
             self.learner.add(TypicalPod.of_request(request))
+
+    def signature(self, request: PodRequest) -> Hashable | None:
+        # Its device order follows the typical pods it learns as pods arrive, which no
+        # row stamp covers: its part of a verdict is never remembered.
+        return None
 
     # ----------------------------------------------------------------- node scores
     def score_nodes(self, index: ClusterIndex, request: PodRequest, rows: IntVec) -> FloatVec:
@@ -209,20 +246,13 @@ def _cpu_after(cpu: IntArr, request_cpu: int) -> IntArr:
     return out
 
 
-def build_fragmentation(
-    options: PolicyOptions,
-    *,
-    quantize: bool = True,
-    raw_devices: bool = True,
-    host_pack: float = HOST_PACK,
-) -> Fragmentation:
-    """The policy from options: fixed typical pods when given, else learned online.
-    ``quantize=True, raw_devices=False, host_pack=0`` is the paper's FGD exactly."""
-    fixed = tuple(options.typical_pods)
+def build_fragmentation(args: FragmentationArgs) -> Fragmentation:
+    """The policy from its arguments: fixed typical pods when given, else learned online."""
+    fixed = tuple(args.typical_pods)
     return Fragmentation(
         shapes=fixed,
         learner=None if fixed else ShapeCounter(),
-        quantize=quantize,
-        raw_devices=raw_devices,
-        host_pack=host_pack,
+        quantize=args.quantize,
+        raw_devices=args.raw_devices,
+        host_pack=args.host_pack,
     )

@@ -3,20 +3,33 @@
 The label's value (``priority.lixueduan.com: "20"``) is a raw score; the engine scales
 raw scores to 0..10, so raw label values never reach kube-scheduler. A node without
 the label, or with a value that is not an integer, gets NaN (scored lowest) and is
-reported by ``label_problems``. As a filter, nodes without a usable label are rejected.
+reported by ``label_problems``. As a filter plug-in, it rejects the nodes without a usable
+label (unresolvable: only relabelling the node helps).
 """
 
 from __future__ import annotations
 
-from collections.abc import Mapping
+from collections.abc import Hashable, Mapping
+from dataclasses import dataclass
 
 import numpy as np
 
-from vgpu_extender.domain import PodRequest
+from vgpu_extender.domain import PodRequest, Reason, Rejection
 from vgpu_extender.engine import ClusterIndex
-from vgpu_extender.policies.base import FloatVec, IntVec, NeutralDevices
+from vgpu_extender.engine.framework import ArgumentError, FloatVec, IntVec
 
 DEFAULT_LABEL = "priority.lixueduan.com"
+
+
+@dataclass(frozen=True, slots=True)
+class LabelPriorityArgs:
+    """``label-priority``'s arguments: the node label whose integer value ranks nodes."""
+
+    label: str = DEFAULT_LABEL
+
+    def __post_init__(self) -> None:
+        if not isinstance(self.label, str) or not self.label.strip():
+            raise ArgumentError("label", f"must be a non-empty string, not {self.label!r}")
 
 
 def label_value(labels: Mapping[str, str], key: str) -> tuple[float, str]:
@@ -30,13 +43,17 @@ def label_value(labels: Mapping[str, str], key: str) -> tuple[float, str]:
         return float("nan"), f"label {key}={raw!r} is not an integer"
 
 
-class LabelPriority(NeutralDevices):
-    """Scores nodes by their priority label; the values are cached per row until the
-    inventory changes, so scoring is one gather."""
+class LabelPriority:
+    """Scores nodes by their priority label, and filters out nodes without a usable one;
+    the values are cached per row until the inventory changes, so scoring is one gather."""
 
     def __init__(self, label: str = DEFAULT_LABEL, name: str = "label-priority") -> None:
         self.name = name
         self.label = label
+
+    @classmethod
+    def of(cls, args: LabelPriorityArgs) -> LabelPriority:
+        return cls(label=args.label)
 
     def values(self, index: ClusterIndex) -> FloatVec:
         """The label value of every row (NaN where missing, unreadable or empty)."""
@@ -53,6 +70,20 @@ class LabelPriority(NeutralDevices):
     def score_nodes(self, index: ClusterIndex, request: PodRequest, rows: IntVec) -> FloatVec:
         scores: FloatVec = self.values(index)[rows]
         return scores
+
+    def filter(
+        self, index: ClusterIndex, request: PodRequest, rows: IntVec
+    ) -> dict[int, Rejection]:
+        """The rows (by position) whose label is missing or unreadable, rejected."""
+        rejected: dict[int, Rejection] = {}
+        for r in np.flatnonzero(np.isnan(self.values(index)[rows])).tolist():
+            name = index.name_of(int(rows[r]))
+            problem = label_value(index.inventory(name).labels, self.label)[1]
+            rejected[r] = Rejection(Reason.LABEL, unresolvable=True, detail=problem)
+        return rejected
+
+    def signature(self, request: PodRequest) -> Hashable:
+        return (self.name, self.label)  # reads nothing of the request
 
     def label_problems(self, index: ClusterIndex, rows: IntVec) -> dict[str, str]:
         """Nodes whose label is missing or unreadable, with the problem."""

@@ -1,71 +1,96 @@
-"""The one place policies are registered: name -> factory, built from options."""
+"""The one place plug-ins are registered: name -> (arguments type, how to build it).
+
+A profile (``engine.framework.Profile``) builds every entry from its typed arguments and
+sorts it into the roles it implements; which roles each plug-in has is checked by the type
+checker below, and by the profile at start-up.
+"""
 
 from __future__ import annotations
 
-from collections.abc import Callable, Mapping
-from dataclasses import dataclass, field
+from collections.abc import Mapping
+from typing import TYPE_CHECKING, Protocol
 
-from vgpu_extender.policies.base import Policy
-from vgpu_extender.policies.label_priority import DEFAULT_LABEL, LabelPriority
-from vgpu_extender.policies.typical_pods import TypicalPod
-from vgpu_extender.policies.usage import DeviceWeights, UsagePolicy
+from vgpu_extender.engine.framework import PluginSpec, Profile, ProfileConfig, Registry
+from vgpu_extender.policies.fragmentation import FragmentationArgs, build_fragmentation
+from vgpu_extender.policies.label_priority import LabelPriority, LabelPriorityArgs
+from vgpu_extender.policies.usage import UsageArgs, binpack, spread
 
-
-@dataclass(frozen=True, slots=True)
-class PolicyOptions:
-    """Settings the policy factories read."""
-
-    priority_label: str = DEFAULT_LABEL
-    device_weights: DeviceWeights = field(default_factory=DeviceWeights)
-    #: Typical pods for ``fragmentation`` as (weight, shape) pairs; empty = learn online.
-    typical_pods: tuple[tuple[float, TypicalPod], ...] = field(default_factory=tuple)
-
-
-PolicyFactory = Callable[[PolicyOptions], Policy]
-
-
-def _fragmentation(options: PolicyOptions) -> Policy:
-    from vgpu_extender.policies.fragmentation import build_fragmentation
-
-    policy: Policy = build_fragmentation(options)
-    return policy
-
-
-BUILTIN: Mapping[str, PolicyFactory] = {
-    "binpack": lambda o: UsagePolicy("binpack", +1.0, o.device_weights),
-    "spread": lambda o: UsagePolicy("spread", -1.0, o.device_weights),
-    "label-priority": lambda o: LabelPriority(label=o.priority_label),
-    "fragmentation": _fragmentation,
+BUILTIN: Registry = {
+    "binpack": PluginSpec(UsageArgs, binpack),
+    "spread": PluginSpec(UsageArgs, spread),
+    "label-priority": PluginSpec(LabelPriorityArgs, LabelPriority.of),
+    "fragmentation": PluginSpec(FragmentationArgs, build_fragmentation),
 }
 
+if TYPE_CHECKING:  # the roles each plug-in claims, proved by the type checker
+    from vgpu_extender.engine.framework import (
+        DeviceRankPlugin,
+        FilterPlugin,
+        NodeScorePlugin,
+        ObservePlugin,
+        SignPlugin,
+    )
+    from vgpu_extender.policies.fragmentation import Fragmentation
+    from vgpu_extender.policies.usage import UsagePolicy
 
-class UnknownPolicyError(KeyError):
-    def __str__(self) -> str:
-        return str(self.args[0])
+    def _roles(usage: UsagePolicy, label: LabelPriority, fgd: Fragmentation) -> None:
+        node_score: list[NodeScorePlugin] = [usage, label, fgd]
+        device_rank: list[DeviceRankPlugin] = [usage, fgd]
+        filters: list[FilterPlugin] = [label]
+        observers: list[ObservePlugin] = [fgd]
+        signers: list[SignPlugin] = [usage, label, fgd]
+        del node_score, device_rank, filters, observers, signers
 
 
-class PolicyRegistry:
-    """Policies by name, each built once from the options."""
-
-    def __init__(
-        self,
-        options: PolicyOptions | None = None,
-        factories: Mapping[str, PolicyFactory] = BUILTIN,
-    ) -> None:
-        self.options = options or PolicyOptions()
-        self._factories = dict(factories)
-        self._built: dict[str, Policy] = {}
+class PluginSettings(Protocol):
+    """The settings the built-in plug-ins' arguments come from."""
 
     @property
-    def names(self) -> frozenset[str]:
-        return frozenset(self._factories)
+    def priority_label(self) -> str: ...
 
-    def get(self, name: str) -> Policy:
-        policy = self._built.get(name)
-        if policy is None:
-            factory = self._factories.get(name)
-            if factory is None:
-                known = ", ".join(sorted(self._factories))
-                raise UnknownPolicyError(f"unknown policy {name!r} (known: {known})")
-            policy = self._built[name] = factory(self.options)
-        return policy
+
+def plugin_args_from_settings(settings: PluginSettings) -> dict[str, object]:
+    """Each built-in plug-in's arguments, from the extender's settings."""
+    return {"label-priority": LabelPriorityArgs(label=settings.priority_label)}
+
+
+class ProfileSettings(PluginSettings, Protocol):
+    """The settings a profile is made from."""
+
+    @property
+    def node_policy(self) -> str: ...
+
+    @property
+    def device_policy(self) -> str: ...
+
+    @property
+    def fallback_policy(self) -> str: ...
+
+    @property
+    def require_label(self) -> bool: ...
+
+
+def profile_config_from_settings(settings: ProfileSettings) -> ProfileConfig:
+    """The defaults and filters the settings choose."""
+    return ProfileConfig(
+        node_score=settings.node_policy,
+        device_rank=settings.device_policy,
+        fallback_score=settings.fallback_policy,
+        filters=("label-priority",) if settings.require_label else (),
+    )
+
+
+def profile_from_settings(settings: ProfileSettings, registry: Registry = BUILTIN) -> Profile:
+    """The extender's profile: the built-in plug-ins, configured by the settings."""
+    return Profile(
+        registry, profile_config_from_settings(settings), plugin_args_from_settings(settings)
+    )
+
+
+def default_profile(
+    config: ProfileConfig | None = None,
+    args: Mapping[str, object] | None = None,
+    registry: Registry = BUILTIN,
+) -> Profile:
+    """A profile of the built-in plug-ins (tests, benchmarks, the simulator)."""
+    return Profile(registry, config, args)

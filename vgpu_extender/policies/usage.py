@@ -14,14 +14,14 @@ instance of ``UsagePolicy`` with a sign, not a copy.
 
 from __future__ import annotations
 
-from collections.abc import Sequence
+from collections.abc import Hashable, Sequence
 from dataclasses import dataclass
 
 import numpy as np
 
 from vgpu_extender.domain import ContainerRequest, PodRequest
 from vgpu_extender.engine import ClusterIndex, NodeState
-from vgpu_extender.policies.base import FloatVec, IntVec
+from vgpu_extender.engine.framework import ArgumentError, FloatVec, IntVec
 
 
 @dataclass(frozen=True, slots=True)
@@ -29,6 +29,28 @@ class DeviceWeights:
     slot: float = 1.0
     core: float = 1.0
     memory: float = 1.0
+
+    def __post_init__(self) -> None:
+        for name in ("slot", "core", "memory"):
+            value = getattr(self, name)
+            if isinstance(value, bool) or not isinstance(value, int | float) or value < 0:
+                raise ArgumentError(
+                    f"device_weights.{name}", f"must be a number >= 0, not {value!r}"
+                )
+
+
+@dataclass(frozen=True, slots=True)
+class UsageArgs:
+    """``binpack``'s and ``spread``'s arguments: how much each resource weighs in the
+    device score."""
+
+    device_weights: DeviceWeights = DeviceWeights()
+
+    def __post_init__(self) -> None:
+        if not isinstance(self.device_weights, DeviceWeights):
+            raise ArgumentError(
+                "device_weights", f"must be DeviceWeights, not {type(self.device_weights).__name__}"
+            )
 
 
 def node_usage_score(index: ClusterIndex, rows: IntVec) -> FloatVec:
@@ -90,13 +112,15 @@ class UsagePolicy:
             ),
         )
 
-    def observe(self, request: PodRequest) -> None:
-        return None
+    def signature(self, request: PodRequest) -> Hashable:
+        # Scores and device order read the request only through the share model's view
+        # of its containers (already in the engine's part of the signature).
+        return (self.name, self.sign, self.weights)
 
 
-def binpack() -> UsagePolicy:
-    return UsagePolicy("binpack", +1.0)
+def binpack(args: UsageArgs = UsageArgs()) -> UsagePolicy:
+    return UsagePolicy("binpack", +1.0, args.device_weights)
 
 
-def spread() -> UsagePolicy:
-    return UsagePolicy("spread", -1.0)
+def spread(args: UsageArgs = UsageArgs()) -> UsagePolicy:
+    return UsagePolicy("spread", -1.0, args.device_weights)

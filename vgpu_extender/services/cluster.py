@@ -16,27 +16,38 @@ from sqlalchemy.orm import Session, sessionmaker
 from vgpu_extender import store
 from vgpu_extender.domain import NodeInventory, PodAssignment
 from vgpu_extender.engine import AllocationError, ClusterIndex
-from vgpu_extender.policies import Planner, PlannerConfig, PolicyOptions, PolicyRegistry
+from vgpu_extender.engine.framework import Planner, Profile
+from vgpu_extender.policies.legacy import PlannerConfig, PolicyOptions, legacy_profile
 from vgpu_extender.vendors import Vendor
 
 logger = logging.getLogger(__name__)
 
 
 class ClusterState:
-    """The index, the planner over it, the vendor, and the lock that guards them."""
+    """The index, the planner over it, the vendor, and the lock that guards them.
+
+    ``profile``: the plug-ins and defaults every placement uses (the built-in plug-ins with
+    HAMi's defaults unless given); planners over other indexes (preemption's scratch
+    copies) share it.
+    """
 
     def __init__(
         self,
         *,
         vendor: Vendor,
-        planner_config: PlannerConfig | None = None,
-        policy_options: PolicyOptions | None = None,
+        profile: Profile | None = None,
+        planner_config: PlannerConfig | None = None,  # transitional: runtime.py
+        policy_options: PolicyOptions | None = None,  # transitional: runtime.py
     ) -> None:
         self.vendor = vendor
         self.index = ClusterIndex(share=vendor.share)
-        self.registry = PolicyRegistry(policy_options)
-        self.planner_config = planner_config or PlannerConfig()
-        self.planner = Planner(self.index, self.registry, self.planner_config)
+        if profile is None:
+            profile = legacy_profile(planner_config, policy_options)
+        self.profile = profile
+        self.planner = Planner(self.index, self.profile)
+        # Transitional: preemption.py's ``Planner(scratch, registry, planner_config)``.
+        self.registry = profile
+        self.planner_config = None
         self.lock = threading.RLock()
 
     # ----------------------------------------------------------------- loading

@@ -11,13 +11,13 @@ from __future__ import annotations
 
 import time
 from collections.abc import Callable, Mapping, Sequence
-from dataclasses import dataclass, field
+from dataclasses import dataclass, field, replace
 from pathlib import Path
 
 from vgpu_extender.engine import ClusterIndex
-from vgpu_extender.policies import BUILTIN, Planner, PlannerConfig, PolicyOptions, PolicyRegistry
-from vgpu_extender.policies.fragmentation import build_fragmentation
-from vgpu_extender.policies.registry import PolicyFactory
+from vgpu_extender.engine.framework import Planner, PluginSpec, Profile, ProfileConfig, Registry
+from vgpu_extender.policies import BUILTIN
+from vgpu_extender.policies.fragmentation import FragmentationArgs, build_fragmentation
 from vgpu_extender.policies.typical_pods import TypicalPod, WeightedShape, top_shapes
 from vgpu_extender.sim import arrivals as arrival_files
 from vgpu_extender.sim.binning import bins
@@ -34,9 +34,15 @@ from vgpu_extender.sim.trace import (
 
 #: Policies only the simulator offers: FGD exactly as the paper ran it (to check the
 #: simulator against the published runs), and FGD scored by the raw change in milli.
-SIM_POLICIES: Mapping[str, PolicyFactory] = {
-    "fgd-paper": lambda options: build_fragmentation(options, raw_devices=False, host_pack=0.0),
-    "fgd-raw": lambda options: build_fragmentation(options, quantize=False, host_pack=0.0),
+SIM_POLICIES: Registry = {
+    "fgd-paper": PluginSpec(
+        FragmentationArgs,
+        lambda args: build_fragmentation(replace(args, raw_devices=False, host_pack=0.0)),
+    ),
+    "fgd-raw": PluginSpec(
+        FragmentationArgs,
+        lambda args: build_fragmentation(replace(args, quantize=False, host_pack=0.0)),
+    ),
 }
 #: Where typical pods come from: the trace (the paper's 95 % rule) or learned online.
 TYPICAL_SOURCES = ("trace", "learn")
@@ -129,13 +135,23 @@ def make_planner(
         shapes = workload.typical_pods() if typical == "trace" else ()
     else:
         shapes = tuple(typical)
-    registry = PolicyRegistry(
-        PolicyOptions(typical_pods=shapes), factories={**BUILTIN, **SIM_POLICIES}
+    registry = {**BUILTIN, **SIM_POLICIES}
+    # Every FGD variant plans for the same typical pods.
+    args = {
+        name: FragmentationArgs(typical_pods=shapes)
+        for name, spec in registry.items()
+        if spec.args is FragmentationArgs
+    }
+    plain = Profile(registry, ProfileConfig(node_score=policy, device_rank="", fallback_score=""))
+    # The policy ranks devices where it can; one without a device preference (label-priority)
+    # leaves them in index order.
+    config = ProfileConfig(
+        node_score=policy,
+        device_rank=policy if policy in plain.device_rankers else "",
+        fallback_score="",
+        score_unmanaged=True,
     )
-    config = PlannerConfig(
-        node_policy=policy, device_policy=policy, fallback_policy="", score_unmanaged=True
-    )
-    return Planner(index, registry, config)
+    return Planner(index, Profile(registry, config, args))
 
 
 def replay(
@@ -151,14 +167,13 @@ def replay(
     started = time.perf_counter()
     if planner is None:
         planner = make_planner(workload, policy, typical=typical)
-    learner = planner.registry.get(policy)
     names = [n.name for n in workload.nodes_by_rank()]
     result = ReplayResult(policy, workload.gpus)
     arrived = used = 0
     for position, row in enumerate(workload.order):
         pod = workload.pods[row]
         request = pod_request(pod, uid=f"{position}-{pod.name}")
-        learner.observe(request)  # the arriving workload is what a learning policy learns
+        planner.observe(request)  # the arriving workload is what a learning policy learns
         arrived += pod.gpu_request
         chosen = planner.best(request, names, explain=False)
         if isinstance(chosen, tuple):
