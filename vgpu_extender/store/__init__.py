@@ -11,6 +11,7 @@ from vgpu_extender.store.database import (
     session_factory,
 )
 from vgpu_extender.store.errors import (
+    FAILURES,
     AlreadyAllocated,
     ImportConflict,
     StoreConflict,
@@ -46,9 +47,11 @@ from vgpu_extender.store.repository import (
     reserved_since,
     upsert_node,
 )
+from vgpu_extender.store.sessions import Sessions
 
 __all__ = [
     "DEFAULT_URL",
+    "FAILURES",
     "LIVE_STATES",
     "NODE_ABSENT",
     "Allocation",
@@ -58,6 +61,7 @@ __all__ = [
     "NodeRemoval",
     "PodMeta",
     "Reservation",
+    "Sessions",
     "StoreConflict",
     "StoreError",
     "StoreInputError",
