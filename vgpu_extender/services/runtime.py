@@ -15,9 +15,6 @@ from concurrent.futures import ThreadPoolExecutor
 from dataclasses import dataclass, field
 from datetime import UTC, datetime, timedelta
 
-from sqlalchemy import Engine
-from sqlalchemy.orm import Session, sessionmaker
-
 from vgpu_extender import store
 from vgpu_extender.kube import KubeClient, NodeLock
 from vgpu_extender.policies import PlannerConfig, PolicyOptions
@@ -36,6 +33,7 @@ from vgpu_extender.services.scheduling import SchedulingService
 from vgpu_extender.services.sync import SyncService
 from vgpu_extender.settings import Settings
 from vgpu_extender.store.database import check_writable, wait_for_database
+from vgpu_extender.store.sessions import Engine, Sessions
 from vgpu_extender.vendors import create_vendor
 
 logger = logging.getLogger(__name__)
@@ -60,7 +58,7 @@ def connect_kube(settings: Settings) -> KubeClient | None:
 class Runtime:
     settings: Settings
     engine: Engine
-    sessions: sessionmaker[Session]
+    sessions: Sessions
     cluster: ClusterState
     inventory: InventoryService
     scheduling: SchedulingService
