@@ -13,6 +13,7 @@ from vgpu_extender.store.database import (
 from vgpu_extender.store.errors import (
     FAILURES,
     AlreadyAllocated,
+    DriverError,
     ImportConflict,
     StoreConflict,
     StoreError,
@@ -57,6 +58,7 @@ __all__ = [
     "Allocation",
     "AllocationState",
     "AlreadyAllocated",
+    "DriverError",
     "ImportConflict",
     "NodeRemoval",
     "PodMeta",

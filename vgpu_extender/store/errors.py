@@ -135,10 +135,14 @@ def name_operation(error: _E, operation: str) -> _E:
 
 
 # --------------------------------------------------------------------------- classifying
+#: The driver's (SQLAlchemy's) base error, for callers that open sessions of their own
+#: and classify what leaves them.
+DriverError = sa_exc.SQLAlchemyError
+
 #: Every exception a caller of the store may meet when the store fails: the store's own
 #: errors and a driver error raised outside ``store_operation`` (a session opened by the
 #: caller). ``classify`` turns any of them into a ``StoreError``.
-FAILURES: tuple[type[Exception], ...] = (StoreError, sa_exc.SQLAlchemyError)
+FAILURES: tuple[type[Exception], ...] = (StoreError, DriverError)
 
 #: Driver errors that say the server cannot be used now, rather than what it answered:
 #: PEP 249's OperationalError (connection refused or lost, server shutting down,
