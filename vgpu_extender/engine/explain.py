@@ -74,11 +74,17 @@ def explain_rows(
 
 
 def explain_rows_cached(
-    index: ClusterIndex, request: PodRequest, rows: IntVec, static: BoolGrid
+    index: ClusterIndex,
+    request: PodRequest,
+    rows: IntVec,
+    static: BoolGrid,
+    signature: Hashable | None = None,
 ) -> list[Rejection]:
     """``explain_rows``, explaining only the rows that changed since a request of the
-    same shape last had them explained. ``static`` must be ``static_mask`` of the request
-    (as fit's is): the cache knows it only through the selector and the row stamps."""
+    same signature last had them explained. ``static`` must be ``static_mask`` of the
+    request (as fit's is): the cache knows it only through the selector and the row
+    stamps. ``signature``: the request's, as the framework made it once for the pod
+    (``Profile.signature``; it covers ``request_key``); by default ``request_key``."""
     shapes = _distinct(request.device_containers)
     # Node changes move only their own row's stamp. The NUMA ids are the one index-wide
     # thing explaining reads: a row's counts only ever see its own ids, but making them
@@ -90,9 +96,8 @@ def explain_rows_cached(
     def explain(missed: IntVec) -> list[Rejection]:
         return explain_rows(index, request, missed, static)
 
-    return index.rejection_cache.rejections(
-        request_key(request), epoch, rows, index.row_stamps, explain
-    )
+    key = request_key(request) if signature is None else signature
+    return index.rejection_cache.rejections(key, epoch, rows, index.row_stamps, explain)
 
 
 def request_key(request: PodRequest) -> Hashable:
