@@ -11,10 +11,8 @@ from __future__ import annotations
 from collections.abc import Callable
 from typing import Generic, TypeVar
 
-from sqlalchemy.exc import SQLAlchemyError
-
 from vgpu_extender.services.store_health import StoreHealth
-from vgpu_extender.store.errors import StoreError
+from vgpu_extender.store.errors import FAILURES
 
 T = TypeVar("T")
 
@@ -34,7 +32,7 @@ class LastGood(Generic[T]):
             return self._value
         try:
             value = self._read()
-        except (StoreError, SQLAlchemyError) as exc:
+        except FAILURES as exc:
             self._health.report(exc, where=f"{self._what} (last rows shown)")
             return self._value
         self._value = value

@@ -21,9 +21,6 @@ import time
 from collections.abc import Callable, Iterable, Sequence
 from datetime import datetime
 
-from sqlalchemy.exc import SQLAlchemyError
-from sqlalchemy.orm import Session, sessionmaker
-
 from vgpu_extender import store
 from vgpu_extender.domain import NodeInventory
 from vgpu_extender.store.errors import StoreUnavailable, classify, is_busy
@@ -41,7 +38,7 @@ class NodeWriter:
     def __init__(
         self,
         *,
-        sessions: sessionmaker[Session],
+        sessions: store.Sessions,
         clock: Callable[[], datetime],
         on_refused: Callable[[NodeInventory, store.StoreError], None],
         batch_size: int = 250,
@@ -86,7 +83,7 @@ class NodeWriter:
                 return
             try:
                 self._write([inventory])
-            except (store.StoreError, SQLAlchemyError) as exc:
+            except store.FAILURES as exc:
                 with self._changed:
                     self._pending.setdefault(name, inventory)
                 if isinstance(exc, store.StoreError):
@@ -231,5 +228,5 @@ class NodeWriter:
                 held = insert_new_nodes(session, inventories=batch, source=SOURCE, now=now)
                 for inventory in held:
                     store.upsert_node(session, inventory=inventory, source=SOURCE, now=now)
-        except SQLAlchemyError as exc:
+        except store.DriverError as exc:
             raise classify(exc, "write nodes") from exc

@@ -31,8 +31,6 @@ from collections.abc import Callable, Iterator, Sequence
 from dataclasses import dataclass, fields
 from datetime import UTC, datetime, timedelta
 
-from sqlalchemy.orm import Session, sessionmaker
-
 from vgpu_extender import store
 from vgpu_extender.backoff import Backoff, HealthyReset
 from vgpu_extender.domain import AnnotationError, PodAssignment, RequestError
@@ -119,7 +117,7 @@ class SyncService:
         self,
         *,
         cluster: ClusterState,
-        sessions: sessionmaker[Session],
+        sessions: store.Sessions,
         inventory: InventoryService,
         kube: KubeClient,
         reservation_ttl: timedelta,
