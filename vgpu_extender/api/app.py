@@ -23,6 +23,7 @@ from vgpu_extender.api.verbs import exception_handler
 from vgpu_extender.kube import KubeClient
 from vgpu_extender.services.runtime import Runtime, connect_kube
 from vgpu_extender.settings import Settings
+from vgpu_extender.vendors import Vendor
 
 
 class ExtenderApp(FastAPI):
@@ -67,11 +68,13 @@ def create_app(
     kube: KubeClient | None = None,
     clock: Callable[[], datetime] | None = None,
     freeze_gc: bool = False,
+    vendor: Vendor | None = None,
 ) -> FastAPI:
     """The extender's HTTP app.
 
     ``kube`` replaces the client the settings would connect (in-cluster config or a
     kubeconfig); without either the extender runs standalone. ``clock`` is for tests.
+    ``vendor`` replaces the vendor the settings name (one defined outside the registry).
     ``freeze_gc`` (for the process that serves the app, as ``vgpu-extender serve``
     does) freezes the objects alive once the runtime has started
     (:func:`freeze_startup_objects`) and unfreezes them when it stops.
@@ -82,7 +85,7 @@ def create_app(
     async def lifespan(app: FastAPI) -> AsyncIterator[None]:
         client = kube if kube is not None else await run_in_threadpool(connect_kube, resolved)
         options = {"clock": clock} if clock is not None else {}
-        runtime = Runtime.build(resolved, kube=client, **options)
+        runtime = Runtime.build(resolved, kube=client, vendor=vendor, **options)
         try:
             await run_in_threadpool(runtime.start)
         except BaseException:

@@ -34,7 +34,7 @@ from vgpu_extender.services.sync import SyncService
 from vgpu_extender.settings import Settings
 from vgpu_extender.store.database import check_writable, wait_for_database
 from vgpu_extender.store.sessions import Engine, Sessions
-from vgpu_extender.vendors import create_vendor
+from vgpu_extender.vendors import Vendor, create_vendor
 
 logger = logging.getLogger(__name__)
 
@@ -84,9 +84,14 @@ class Runtime:
         *,
         kube: KubeClient | None = None,
         clock: Callable[[], datetime] = lambda: datetime.now(UTC),
+        vendor: Vendor | None = None,
     ) -> Runtime:
-        """Wire the services; nothing touches the database or the network yet."""
-        vendor = create_vendor(settings.vendor, settings.vendor_config())
+        """Wire the services; nothing touches the database or the network yet.
+
+        ``vendor`` replaces the one the settings name (a vendor defined outside the
+        registry, as the test suite's own)."""
+        if vendor is None:
+            vendor = create_vendor(settings.vendor, settings.vendor_config())
         cluster = ClusterState(
             vendor=vendor,
             planner_config=PlannerConfig(
