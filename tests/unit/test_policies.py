@@ -5,6 +5,7 @@ from __future__ import annotations
 
 import math
 from collections.abc import Sequence
+from dataclasses import dataclass
 
 import numpy as np
 import pytest
@@ -20,7 +21,10 @@ from vgpu_extender.domain import ContainerRequest, NodeInventory, PodAssignment,
 from vgpu_extender.engine import ClusterIndex, NodeState, fit, to_extender_scores
 from vgpu_extender.engine.framework import (
     DeviceRankPlugin,
+    FloatVec,
+    IntVec,
     Planner,
+    PluginSpec,
     Profile,
     ProfileConfig,
     ProfileError,
@@ -256,7 +260,7 @@ ROLES = {
     # plug-in: (filter, node score, device rank, observe)
     "binpack": (False, True, True, False),
     "spread": (False, True, True, False),
-    "label-priority": (True, True, False, False),
+    "label-priority": (True, True, True, False),  # no device preference: by index
     "fragmentation": (False, True, True, True),
 }
 
@@ -334,13 +338,6 @@ BAD_PROFILES = [
         r"plug-in 'binpack' is not a filter plug-in \(filter plug-ins: label-priority\)",
         id="not-a-filter",
     ),
-    pytest.param(
-        ProfileConfig(device_rank="label-priority"),
-        {},
-        ProfileError,
-        "plug-in 'label-priority' is not a device rank plug-in",
-        id="not-a-device-ranker",
-    ),
 ]
 
 
@@ -357,10 +354,41 @@ def test_an_argument_type_checks_its_own_values() -> None:
         DeviceWeights(memory=-1)
 
 
+@dataclass(frozen=True)
+class _NoArgs:
+    pass
+
+
+class _ScoreOnly:
+    """A plug-in with the node score role only."""
+
+    name = "score-only"
+
+    def score_nodes(self, index: ClusterIndex, request: PodRequest, rows: IntVec) -> FloatVec:
+        return np.zeros(len(rows))
+
+
+def _with_score_only() -> dict[str, PluginSpec[object]]:
+    return {**BUILTIN, "score-only": PluginSpec(_NoArgs, lambda args: _ScoreOnly())}
+
+
+def test_a_profile_naming_a_plugin_for_a_role_it_lacks_fails() -> None:
+    with pytest.raises(ProfileError, match="plug-in 'score-only' is not a device rank plug-in"):
+        Profile(_with_score_only(), ProfileConfig(device_rank="score-only"))
+
+
 def test_a_pod_naming_a_plugin_for_a_role_it_lacks_is_refused() -> None:
-    profile = default_profile()
+    profile = Profile(_with_score_only())
     with pytest.raises(ProfileError, match="not a device rank plug-in"):
-        profile.ranker(make_request(1, device_policy="label-priority"))
+        profile.ranker(make_request(1, device_policy="score-only"))
+
+
+def test_label_priority_ranks_devices_by_index_as_a_device_policy() -> None:
+    profile = default_profile(ProfileConfig(device_rank="label-priority"))
+    index = make_index(make_node("n", 3))
+    state = NodeState.of(index, index.row_of("n") or 0)
+    ranked = profile.ranker(make_request(1))(state, make_container(1), [2, 0, 1])
+    assert ranked == [0, 1, 2]
 
 
 # ----------------------------------------------------------------- the shared contract

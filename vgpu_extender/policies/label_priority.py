@@ -9,13 +9,13 @@ label (unresolvable: only relabelling the node helps).
 
 from __future__ import annotations
 
-from collections.abc import Hashable, Mapping
+from collections.abc import Hashable, Mapping, Sequence
 from dataclasses import dataclass
 
 import numpy as np
 
-from vgpu_extender.domain import PodRequest, Reason, Rejection
-from vgpu_extender.engine import ClusterIndex
+from vgpu_extender.domain import ContainerRequest, PodRequest, Reason, Rejection
+from vgpu_extender.engine import ClusterIndex, NodeState, by_index
 from vgpu_extender.engine.framework import ArgumentError, FloatVec, IntVec
 
 DEFAULT_LABEL = "priority.lixueduan.com"
@@ -66,6 +66,13 @@ class LabelPriority:
             if row is not None:
                 values[row] = label_value(index.inventory(name).labels, self.label)[0]
         return values
+
+    def rank_devices(
+        self, state: NodeState, container: ContainerRequest, candidates: Sequence[int]
+    ) -> list[int]:
+        """No device preference (it ranks nodes): lowest device index first, so that it
+        may also serve as the device policy, as it always could."""
+        return by_index(state, container, candidates)
 
     def score_nodes(self, index: ClusterIndex, request: PodRequest, rows: IntVec) -> FloatVec:
         scores: FloatVec = self.values(index)[rows]

@@ -35,7 +35,7 @@ if TYPE_CHECKING:  # the roles each plug-in claims, proved by the type checker
 
     def _roles(usage: UsagePolicy, label: LabelPriority, fgd: Fragmentation) -> None:
         node_score: list[NodeScorePlugin] = [usage, label, fgd]
-        device_rank: list[DeviceRankPlugin] = [usage, fgd]
+        device_rank: list[DeviceRankPlugin] = [usage, label, fgd]
         filters: list[FilterPlugin] = [label]
         observers: list[ObservePlugin] = [fgd]
         signers: list[SignPlugin] = [usage, label, fgd]

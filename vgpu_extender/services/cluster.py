@@ -11,13 +11,11 @@ import logging
 import threading
 from collections.abc import Iterable
 
-from sqlalchemy.orm import Session, sessionmaker
-
 from vgpu_extender import store
 from vgpu_extender.domain import NodeInventory, PodAssignment
 from vgpu_extender.engine import AllocationError, ClusterIndex
 from vgpu_extender.engine.framework import Planner, Profile
-from vgpu_extender.policies.legacy import PlannerConfig, PolicyOptions, legacy_profile
+from vgpu_extender.policies import default_profile
 from vgpu_extender.vendors import Vendor
 
 logger = logging.getLogger(__name__)
@@ -36,22 +34,15 @@ class ClusterState:
         *,
         vendor: Vendor,
         profile: Profile | None = None,
-        planner_config: PlannerConfig | None = None,  # transitional: runtime.py
-        policy_options: PolicyOptions | None = None,  # transitional: runtime.py
     ) -> None:
         self.vendor = vendor
         self.index = ClusterIndex(share=vendor.share)
-        if profile is None:
-            profile = legacy_profile(planner_config, policy_options)
-        self.profile = profile
+        self.profile = profile if profile is not None else default_profile()
         self.planner = Planner(self.index, self.profile)
-        # Transitional: preemption.py's ``Planner(scratch, registry, planner_config)``.
-        self.registry = profile
-        self.planner_config = None
         self.lock = threading.RLock()
 
     # ----------------------------------------------------------------- loading
-    def load(self, sessions: sessionmaker[Session]) -> tuple[int, int]:
+    def load(self, sessions: store.Sessions) -> tuple[int, int]:
         """Rebuild the index from the store. Returns (nodes, pods) loaded."""
         with sessions() as session:
             inventories = store.load_inventories(session)
@@ -65,7 +56,7 @@ class ClusterState:
                 self._apply_unchecked(uid, stored.assignment)
         return len(inventories), len(pods)
 
-    def refresh_node(self, sessions: sessionmaker[Session], name: str) -> None:
+    def refresh_node(self, sessions: store.Sessions, name: str) -> None:
         """Replace one node's inventory and allocations with what the store holds.
 
         Another replica may have bound pods there; the index learns them here before a

@@ -37,9 +37,9 @@ from typing import Any
 from vgpu_extender import store
 from vgpu_extender.domain import PodAssignment, PodRequest, RequestError
 from vgpu_extender.engine import ClusterIndex
+from vgpu_extender.engine.framework import Planner
 from vgpu_extender.kube import KubeClient, KubeError, disruption
 from vgpu_extender.kube import objects as kobj
-from vgpu_extender.policies import Planner
 from vgpu_extender.services import victims as order
 from vgpu_extender.services.cluster import ClusterState
 from vgpu_extender.services.pod_cache import PodCache
@@ -146,7 +146,7 @@ class PreemptionService:
         scratch = self._scratch(node)
         if scratch is None:
             return None
-        planner = Planner(scratch, self._cluster.registry, self._cluster.planner_config)
+        planner = Planner(scratch, self._cluster.profile)
 
         def fits() -> bool:
             return isinstance(planner.choose(request, node), PodAssignment)

@@ -17,7 +17,7 @@ from datetime import UTC, datetime, timedelta
 
 from vgpu_extender import store
 from vgpu_extender.kube import KubeClient, NodeLock
-from vgpu_extender.policies import PlannerConfig, PolicyOptions
+from vgpu_extender.policies import profile_from_settings
 from vgpu_extender.services.bind_publisher import KubePublisher, StandalonePublisher
 from vgpu_extender.services.bind_store import SqlBindStore
 from vgpu_extender.services.binding import BindingService
@@ -92,16 +92,7 @@ class Runtime:
         registry, as the test suite's own)."""
         if vendor is None:
             vendor = create_vendor(settings.vendor, settings.vendor_config())
-        cluster = ClusterState(
-            vendor=vendor,
-            planner_config=PlannerConfig(
-                node_policy=settings.node_policy,
-                device_policy=settings.device_policy,
-                fallback_policy=settings.fallback_policy,
-                require_label=settings.require_label,
-            ),
-            policy_options=PolicyOptions(priority_label=settings.priority_label),
-        )
+        cluster = ClusterState(vendor=vendor, profile=profile_from_settings(settings))
         engine = store.make_engine(settings.database_url, pool_size=settings.database_pool_size)
         sessions = store.session_factory(engine)
         pods = PodCache(max_size=settings.filter_cache_size, ttl_s=settings.filter_cache_ttl_s)
