@@ -13,10 +13,10 @@ from datetime import datetime
 from typing import TYPE_CHECKING
 
 from vgpu_extender import store
+from vgpu_extender.services.bound_marker import BoundMarker
+from vgpu_extender.services.cluster import ClusterState
 
-if TYPE_CHECKING:  # the store's handles, named by the store (SQLAlchemy stays inside it)
-    from vgpu_extender.services.bound_marker import BoundMarker
-    from vgpu_extender.services.cluster import ClusterState
+if TYPE_CHECKING:  # the store's handles, as the store names them
     from vgpu_extender.store.sessions import Connection, Engine, Sessions
 
 
