@@ -13,7 +13,7 @@ verdict, and only candidates whose row changed are judged again (on their own ro
 
 from __future__ import annotations
 
-from collections.abc import Callable, Sequence
+from collections.abc import Callable, Hashable, Sequence
 from dataclasses import dataclass, field
 from functools import partial
 from itertools import compress
@@ -109,6 +109,7 @@ def fit(
     exact: ExactCheck | None = None,
     explain: bool = True,
     remember: bool = True,
+    signature: Hashable | None = None,
 ) -> FitResult:
     """Which of ``candidates`` can take ``request`` now, and why the others cannot.
 
@@ -117,6 +118,8 @@ def fit(
     rejected nodes, for callers that only place pods (the trace replay).
     ``remember=False`` judges every candidate afresh, neither reading nor updating the
     remembered verdicts (``index.fit_cache``); the result is the same either way.
+    ``signature`` keys the remembered verdicts and reasons: the request's, as the
+    framework made it once for the pod (``Profile.signature``); ``request_key`` by default.
     """
     rows = index.rows_of(candidates)
     if not request.managed:
@@ -127,7 +130,7 @@ def fit(
         # Pods with several device containers are not remembered: the exact check
         # (the device policy's choice) has the last word on them.
         good, chosen, names = index.fit_cache.good(
-            request_key(request),
+            signature if signature is not None else request_key(request),
             index.topology_version,
             candidates,
             rows,
@@ -149,7 +152,7 @@ def fit(
     def static() -> BoolGrid:
         return _static(index.cols, chosen, max(index.row_span, 1))
 
-    return _result(candidates, rows, good, extra, index, request, static, explain, names)
+    return _result(candidates, rows, good, extra, index, request, static, explain, names, signature)
 
 
 def _unmanaged(
@@ -223,6 +226,7 @@ def _result(
     static: Callable[[], BoolGrid] | None,
     explain: bool = True,
     names: Names | None = None,
+    signature: Hashable | None = None,
 ) -> FitResult:
     """The result of verdicts ``good``; ``names``, when given, is ``candidates`` as an array."""
     result = FitResult()
@@ -243,7 +247,7 @@ def _result(
     if extra:
         rest[list(extra)] = False
     if explain and static is not None and rest.any():
-        explained = explain_rows_cached(index, request, rows[rest], static())
+        explained = explain_rows_cached(index, request, rows[rest], static(), signature)
         result.rejections.update(zip(_named(candidates, rest, names), explained, strict=True))
     return result
 

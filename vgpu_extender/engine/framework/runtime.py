@@ -38,13 +38,15 @@ class Planner:
         feasible candidates only)."""
         ranker = self.profile.ranker(request)
         index = self.index
+        signature = self.profile.signature(request)
         result = fit(
             index,
             request,
             candidates,
             exact=lambda row: choose_devices(index, request, index.name_of(row), ranker),
             explain=explain,
-            remember=self.profile.signature(request) is not None,
+            remember=signature is not None,
+            signature=signature,
         )
         for plugin in self.profile.filters:
             if not result.feasible:
