@@ -9,7 +9,7 @@ import pytest
 import typer
 from typer.testing import CliRunner
 
-from vgpu_extender.sim import command
+from vgpu_extender.sim import command, replay
 from vgpu_extender.sim.report import can_plot
 
 
@@ -31,7 +31,7 @@ def test_plot_without_matplotlib_names_the_extra_before_replaying(
     tmp_path: Path, monkeypatch: pytest.MonkeyPatch
 ) -> None:
     monkeypatch.setitem(sys.modules, "matplotlib", None)  # what an absent package looks like
-    monkeypatch.setattr(command, "load_workload", _no_replay)
+    monkeypatch.setattr(replay, "load_workload", _no_replay)
     assert not can_plot()
     code, output = _invoke(tmp_path, "--plot", str(tmp_path / "out.png"))
     assert code == 2, output

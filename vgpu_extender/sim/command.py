@@ -15,25 +15,16 @@ import json
 import sys
 from collections.abc import Callable
 from pathlib import Path
-from typing import Annotated
+from typing import TYPE_CHECKING, Annotated
 
 import typer
-from rich.console import Console
-from rich.progress import BarColumn, MofNCompleteColumn, Progress, TextColumn, TimeElapsedColumn
 
-from vgpu_extender.policies import BUILTIN
-from vgpu_extender.policies.typical_pods import WeightedShape, shapes_from_json
-from vgpu_extender.sim.expected import PaperNumbers, load_paper
-from vgpu_extender.sim.replay import (
-    SIM_POLICIES,
-    TYPICAL_SOURCES,
-    ReplayResult,
-    Workload,
-    load_workload,
-    replay,
-)
-from vgpu_extender.sim.report import PLOT_NEEDS, PolicyRun, Report, can_plot, plot, print_report
-from vgpu_extender.sim.trace import TraceError
+# The replay's modules (NumPy, the policies, rich's progress) load when the command runs,
+# not when the CLI starts: every ``vgpu-extender --help`` would pay for them.
+if TYPE_CHECKING:
+    from vgpu_extender.policies.typical_pods import WeightedShape
+    from vgpu_extender.sim.replay import ReplayResult, Workload
+    from vgpu_extender.sim.report import PolicyRun
 
 RANKS_FILE = "node_tiebreak_ranks.csv.gz"
 EXPECTED_DIR = "expected"
@@ -42,6 +33,9 @@ PROGRESS_STEP = 100
 
 
 def _policies(value: str) -> list[str]:
+    from vgpu_extender.policies import BUILTIN
+    from vgpu_extender.sim.replay import SIM_POLICIES
+
     names = [p.strip() for p in value.split(",") if p.strip()]
     known = {**BUILTIN, **SIM_POLICIES}
     unknown = [p for p in names if p not in known]
@@ -53,6 +47,9 @@ def _policies(value: str) -> list[str]:
 
 
 def _typical(value: str) -> str | tuple[WeightedShape, ...]:
+    from vgpu_extender.policies.typical_pods import shapes_from_json
+    from vgpu_extender.sim.replay import TYPICAL_SOURCES
+
     if value in TYPICAL_SOURCES:
         return value
     path = Path(value)
@@ -118,6 +115,13 @@ def simulate(
     ] = None,
 ) -> None:
     """Replay the trace: GPU allocation at 80..130 % arrived, beside the paper's numbers."""
+    from rich.console import Console
+
+    from vgpu_extender.sim.expected import PaperNumbers, load_paper
+    from vgpu_extender.sim.replay import load_workload
+    from vgpu_extender.sim.report import PLOT_NEEDS, Report, can_plot, plot, print_report
+    from vgpu_extender.sim.trace import TraceError
+
     console = Console(width=None if sys.stdout.isatty() else 160)
     if plot_path is not None and not can_plot():
         # Before the replay: finding out after minutes of it would waste them.
@@ -173,6 +177,11 @@ def _run(
     via_http: str | None,
     weight: int,
 ) -> PolicyRun:
+    from rich.progress import BarColumn, MofNCompleteColumn, Progress, TextColumn, TimeElapsedColumn
+
+    from vgpu_extender.sim.replay import replay
+    from vgpu_extender.sim.report import PolicyRun
+
     with Progress(
         TextColumn("{task.description}"),
         BarColumn(),
@@ -207,6 +216,7 @@ def _replay_http(
     workload: Workload, url: str, weight: int, advance: Callable[[int], None]
 ) -> ReplayResult:
     import httpx
+    from rich.console import Console
 
     from vgpu_extender.sim.http_driver import ExtenderClient, ExtenderError, replay_http
 
