@@ -58,9 +58,8 @@ def test_the_recorder_posts_every_queued_event_by_the_time_it_stops() -> None:
 
 def test_the_recorder_counts_what_a_full_queue_drops() -> None:
     kube = FakeKubeClient()
-    recorder = EventRecorder(kube, capacity=1)
     drops: list[None] = []
-    recorder.count_drops(lambda: drops.append(None))
+    recorder = EventRecorder(kube, capacity=1, on_drop=lambda: drops.append(None))
     for pod in ("a", "b"):
         recorder.record(namespace="ns", pod=pod, uid="", reason="BindingSucceed", message="ok")
     assert len(drops) == 1

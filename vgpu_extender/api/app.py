@@ -84,8 +84,13 @@ def create_app(
     @asynccontextmanager
     async def lifespan(app: FastAPI) -> AsyncIterator[None]:
         client = kube if kube is not None else await run_in_threadpool(connect_kube, resolved)
-        options = {"clock": clock} if clock is not None else {}
-        runtime = Runtime.build(resolved, kube=client, vendor=vendor, **options)
+        runtime = Runtime.build(
+            resolved,
+            kube=client,
+            vendor=vendor,
+            hooks=operations.hooks(client),
+            **({"clock": clock} if clock is not None else {}),
+        )
         try:
             await run_in_threadpool(runtime.start)
         except BaseException:
@@ -95,8 +100,10 @@ def create_app(
         if freeze_gc:
             freeze_startup_objects()
         try:
+            await run_in_threadpool(operations.attach, runtime)
             yield
         finally:
+            await run_in_threadpool(operations.detach)
             if freeze_gc:
                 gc.unfreeze()
             await run_in_threadpool(runtime.stop)
@@ -113,7 +120,7 @@ def create_app(
     app.state.settings = resolved
     if resolved.admin_port is not None or resolved.metrics_port is not None:
         app.ports = PortRouter(resolved)
-    install_operations(app, resolved)
+    operations = install_operations(app, resolved)
     app.include_router(health.router)
     app.include_router(metrics.router)
     app.include_router(webhook.router)

@@ -16,10 +16,9 @@ from dataclasses import dataclass, field
 from datetime import datetime
 from typing import Annotated, Any
 
-from anyio import to_thread
 from fastapi import Depends, FastAPI, Request
-from starlette.types import ASGIApp, Message, Receive, Scope, Send
 
+from vgpu_extender.kube import KubeClient
 from vgpu_extender.metrics import (
     AllocationCollector,
     CountsCollector,
@@ -30,9 +29,9 @@ from vgpu_extender.metrics import (
 from vgpu_extender.services import admin
 from vgpu_extender.services.binding import BindRequest
 from vgpu_extender.services.events import UnschedulableReporter
+from vgpu_extender.services.hooks import ServiceHooks
 from vgpu_extender.services.last_good import LastGood
 from vgpu_extender.services.leader import LeaderElector, LeaseConfig, default_identity
-from vgpu_extender.services.observed import ObservedBinding, ObservedScheduling
 from vgpu_extender.services.runtime import Runtime
 from vgpu_extender.services.scheduling import FilterOutcome
 from vgpu_extender.services.store_health import StoreHealth
@@ -102,21 +101,29 @@ class Operations:
     store_health: StoreHealth | None = None
 
     # ----------------------------------------------------------------- life cycle
-    def attach(self, runtime: Runtime) -> None:
-        """Called once the runtime has started: the index is loaded from the store."""
+    def hooks(self, kube: KubeClient | None) -> ServiceHooks:
+        """What the services report to (metrics, the Events of unschedulable pods),
+        given to them when the runtime is built."""
         metrics = self.metrics
-        reporter = UnschedulableReporter(
-            kube=runtime.kube,
-            on_counts=metrics.count_rejections,
-            on_drop=metrics.events_dropped.inc,
+        self.reporter = UnschedulableReporter(
+            kube=kube, on_counts=metrics.count_rejections, on_drop=metrics.events_dropped.inc
         )
-        runtime.scheduling = ObservedScheduling(
-            runtime.scheduling, _FilterReport(metrics, reporter)
+        return ServiceHooks(
+            filtered=_FilterReport(metrics, self.reporter),
+            bound=_BindReport(metrics),
+            bind_batch=metrics.bind_batch_size.observe,
+            event_dropped=metrics.events_dropped.inc,
         )
-        runtime.binding.count_batches(metrics.bind_batch_size.observe)
-        runtime.binding = ObservedBinding(runtime.binding, _BindReport(metrics))
-        if runtime.events is not None:
-            runtime.events.count_drops(metrics.events_dropped.inc)
+
+    def attach(self, runtime: Runtime) -> None:
+        """Called once the runtime has started (the index is loaded from the store):
+        the store probe, the collectors, the Events' worker and the leader election."""
+        metrics = self.metrics
+        reporter = self.reporter
+        if reporter is None:  # a runtime built without these hooks: report nothing
+            reporter = self.reporter = UnschedulableReporter(
+                kube=None, on_counts=metrics.count_rejections, on_drop=metrics.events_dropped.inc
+            )
         settings = self.settings
         health = StoreHealth(
             runtime.engine,
@@ -166,7 +173,6 @@ class Operations:
             )
         )
         reporter.start()
-        self.reporter = reporter
         if settings.leader_elect and runtime.kube is not None:
             self.elector = LeaderElector(
                 kube=runtime.kube,
@@ -237,44 +243,10 @@ class Operations:
         return checks
 
 
-class OperationsMiddleware:
-    """Attaches and detaches ``Operations`` with the app's lifespan (the verbs are
-    timed where they are answered, ahead of this middleware)."""
-
-    def __init__(self, app: ASGIApp, operations: Operations) -> None:
-        self.app = app
-        self.operations = operations
-
-    async def __call__(self, scope: Scope, receive: Receive, send: Send) -> None:
-        if scope["type"] == "lifespan":
-            await self.app(scope, self._lifespan_receive(receive), self._lifespan_send(scope, send))
-        else:
-            await self.app(scope, receive, send)
-
-    def _lifespan_send(self, scope: Scope, send: Send) -> Send:
-        async def wrapped(message: Message) -> None:
-            if message["type"] == "lifespan.startup.complete":
-                runtime: Runtime = scope["app"].state.runtime
-                await to_thread.run_sync(self.operations.attach, runtime)
-            await send(message)
-
-        return wrapped
-
-    def _lifespan_receive(self, receive: Receive) -> Receive:
-        async def wrapped() -> Message:
-            message = await receive()
-            if message["type"] == "lifespan.shutdown":
-                await to_thread.run_sync(self.operations.detach)
-            return message
-
-        return wrapped
-
-
 def install(app: FastAPI, settings: Settings) -> Operations:
     """Give ``app`` its metrics, readiness and background helpers."""
     operations = Operations(settings=settings)
     app.state.operations = operations
-    app.add_middleware(OperationsMiddleware, operations=operations)
     return operations
 
 

@@ -60,6 +60,7 @@ from vgpu_extender.services.bind_ports import (
     BindStore,
 )
 from vgpu_extender.services.cluster import ClusterState
+from vgpu_extender.services.hooks import BindObserver
 from vgpu_extender.services.pod_cache import PodCache
 
 __all__ = [
@@ -150,8 +151,13 @@ class BindingService:
         retries: int = 3,
         check_window_s: float = DEFAULT_CHECK_WINDOW_S,
         clock: Callable[[], datetime] = lambda: datetime.now(UTC),
+        on_bound: BindObserver | None = None,
+        on_batch: Callable[[int], None] | None = None,
     ) -> None:
         self._cluster = cluster
+        #: Told of every bind answer, and of each store transaction's number of binds.
+        self._on_bound = on_bound
+        self._on_batch: Callable[[int], None] = on_batch or (lambda _binds: None)
         self._pods = pod_cache
         self._store = store
         self._publisher = publisher
@@ -162,12 +168,6 @@ class BindingService:
         self._check_window_s = check_window_s
         self._clock = clock
         self._writes: Batches[_Pending] = Batches(self._commit_batch)
-        self._on_batch: Callable[[int], None] = lambda _binds: None
-
-    def count_batches(self, on_batch: Callable[[int], None]) -> None:
-        """Call ``on_batch`` with the number of binds in each store transaction from now
-        on (the metrics)."""
-        self._on_batch = on_batch
 
     def claim(self, args: BindRequest) -> Claim:
         """Choose the devices now, in memory only, for a pod filter has seen; anything
@@ -190,6 +190,12 @@ class BindingService:
     def bind(self, args: BindRequest, claim: Claim = NO_CLAIM) -> str:
         """Bind the pod (continuing from ``claim``); returns the error text, empty on
         success."""
+        error = self._bind(args, claim)
+        if self._on_bound is not None:
+            self._on_bound.bound(args, error)
+        return error
+
+    def _bind(self, args: BindRequest, claim: Claim) -> str:
         if claim.refusal:
             return claim.refusal
         problem = args.problem()

@@ -31,15 +31,20 @@ class _PodEvent:
 class EventRecorder:
     """``record`` queues an Event about a pod; the worker hands it to ``kube``."""
 
-    def __init__(self, kube: KubeClient, *, capacity: int = 1024) -> None:
+    def __init__(
+        self,
+        kube: KubeClient,
+        *,
+        capacity: int = 1024,
+        on_drop: Callable[[], None] | None = None,
+    ) -> None:
+        """``on_drop`` is called for each Event dropped because the queue was full."""
         self._kube = kube
         self._worker: QueueWorker[_PodEvent] = QueueWorker(
             self._post, name="vgpu-bind-events", capacity=capacity
         )
-
-    def count_drops(self, on_drop: Callable[[], None]) -> None:
-        """Call ``on_drop`` for each Event dropped from now on (the metrics)."""
-        self._worker.on_drop = on_drop
+        if on_drop is not None:
+            self._worker.on_drop = on_drop
 
     def record(
         self,

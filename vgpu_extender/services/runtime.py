@@ -26,6 +26,7 @@ from vgpu_extender.services.cluster import ClusterState
 from vgpu_extender.services.conflicts import ConflictRegistry
 from vgpu_extender.services.demo import demo_inventory
 from vgpu_extender.services.event_recorder import EventRecorder
+from vgpu_extender.services.hooks import ServiceHooks
 from vgpu_extender.services.inventory import InventoryService, load_inventory_file
 from vgpu_extender.services.pod_cache import PodCache
 from vgpu_extender.services.preemption import PreemptionService
@@ -85,11 +86,14 @@ class Runtime:
         kube: KubeClient | None = None,
         clock: Callable[[], datetime] = lambda: datetime.now(UTC),
         vendor: Vendor | None = None,
+        hooks: ServiceHooks | None = None,
     ) -> Runtime:
         """Wire the services; nothing touches the database or the network yet.
 
         ``vendor`` replaces the one the settings name (a vendor defined outside the
-        registry, as the test suite's own)."""
+        registry, as the test suite's own); ``hooks`` are what the services report to
+        (the HTTP layer's metrics and Events)."""
+        hooks = hooks if hooks is not None else ServiceHooks()
         if vendor is None:
             vendor = create_vendor(settings.vendor, settings.vendor_config())
         cluster = ClusterState(vendor=vendor, profile=profile_from_settings(settings))
@@ -99,7 +103,7 @@ class Runtime:
         inventory = InventoryService(
             cluster=cluster, sessions=sessions, split_count=settings.split_count, clock=clock
         )
-        events = EventRecorder(kube) if kube is not None else None
+        events = EventRecorder(kube, on_drop=hooks.event_dropped) if kube is not None else None
         conflicts = ConflictRegistry(cluster)
         marker = BoundMarker(engine=engine, clock=clock) if kube is not None else None
         node_lock = (
@@ -130,7 +134,11 @@ class Runtime:
             cluster=cluster,
             inventory=inventory,
             scheduling=SchedulingService(
-                cluster=cluster, pod_cache=pods, inventory=inventory, admit_nodes=kube is None
+                cluster=cluster,
+                pod_cache=pods,
+                inventory=inventory,
+                admit_nodes=kube is None,
+                on_filtered=hooks.filtered,
             ),
             binding=BindingService(
                 cluster=cluster,
@@ -149,6 +157,8 @@ class Runtime:
                 retries=settings.bind_retries,
                 check_window_s=settings.bind_check_window_s,
                 clock=clock,
+                on_bound=hooks.bound,
+                on_batch=hooks.bind_batch,
             ),
             preemption=PreemptionService(
                 cluster=cluster, sessions=sessions, kube=kube, pod_cache=pods

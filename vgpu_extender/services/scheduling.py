@@ -18,6 +18,7 @@ import numpy.typing as npt
 from vgpu_extender.domain import PodAssignment, PodRequest, Rejection, RequestError
 from vgpu_extender.engine import extender_score_vector
 from vgpu_extender.services.cluster import ClusterState
+from vgpu_extender.services.hooks import FilterObserver
 from vgpu_extender.services.inventory import InventoryService, NodeRef, NodeView
 from vgpu_extender.services.pod_cache import PodCache
 
@@ -61,8 +62,11 @@ class SchedulingService:
         pod_cache: PodCache,
         inventory: InventoryService,
         admit_nodes: bool = False,
+        on_filtered: FilterObserver | None = None,
     ) -> None:
         self._cluster = cluster
+        #: Told of every filter answer (metrics, the Events of unschedulable pods).
+        self._on_filtered = on_filtered
         self._pods = pod_cache
         self._inventory = inventory
         #: Standalone only: with a cluster, inventory comes from the watched Node
@@ -122,14 +126,7 @@ class SchedulingService:
         *,
         nodes: Sequence[NodeView | NodeRef] | None = None,
     ) -> FilterOutcome:
-        request = self._managed_request(pod, candidates, nodes)
-        if isinstance(request, FilterOutcome):
-            return request
-        with self._cluster.lock:
-            result = self._cluster.planner.filter(request, candidates)
-        outcome = FilterOutcome(feasible=result.feasible)
-        _reject(outcome, result.rejections)
-        return outcome
+        return self._reported(pod, candidates, self._filter(pod, candidates, nodes))
 
     def filter_one(
         self,
@@ -139,6 +136,36 @@ class SchedulingService:
         nodes: Sequence[NodeView | NodeRef] | None = None,
     ) -> FilterOutcome:
         """Decisive mode: only the best node survives (HAMi's and the seed's behaviour)."""
+        return self._reported(pod, candidates, self._filter_one(pod, candidates, nodes))
+
+    def _reported(
+        self, pod: Mapping[str, Any], candidates: Sequence[str], outcome: FilterOutcome
+    ) -> FilterOutcome:
+        if self._on_filtered is not None:
+            self._on_filtered.filtered(pod, len(candidates), outcome)
+        return outcome
+
+    def _filter(
+        self,
+        pod: Mapping[str, Any],
+        candidates: Sequence[str],
+        nodes: Sequence[NodeView | NodeRef] | None,
+    ) -> FilterOutcome:
+        request = self._managed_request(pod, candidates, nodes)
+        if isinstance(request, FilterOutcome):
+            return request
+        with self._cluster.lock:
+            result = self._cluster.planner.filter(request, candidates)
+        outcome = FilterOutcome(feasible=result.feasible)
+        _reject(outcome, result.rejections)
+        return outcome
+
+    def _filter_one(
+        self,
+        pod: Mapping[str, Any],
+        candidates: Sequence[str],
+        nodes: Sequence[NodeView | NodeRef] | None,
+    ) -> FilterOutcome:
         request = self._managed_request(pod, candidates, nodes)
         if isinstance(request, FilterOutcome):
             return request
