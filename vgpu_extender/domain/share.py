@@ -32,6 +32,20 @@ class Capacity(NamedTuple):
     cores: Any
 
 
+class CapacityView(Protocol):
+    """What a stage test reads of a capacity: a ``Capacity``, or a view of one device's
+    that the exact choice moves from device to device."""
+
+    @property
+    def slots(self) -> Any: ...
+
+    @property
+    def memory(self) -> Any: ...
+
+    @property
+    def cores(self) -> Any: ...
+
+
 class ShareDemand(Protocol):
     """What one share asks of one device: ``slots`` allocations, memory (MiB, or when
     that is 0 a percentage of the device's memory), compute units."""
@@ -59,7 +73,7 @@ class ShareDemand(Protocol):
 
 
 #: A stage's test: ``(free, total, demand)`` to a bool, or a mask over the grid.
-StageTest = Callable[[Capacity, Capacity, ShareDemand], Any]
+StageTest = Callable[[CapacityView, CapacityView, ShareDemand], Any]
 #: The store's words for a stage failed at bind: ``(where, used, total, demand)``, where
 #: ``used`` is what is committed on the device, this share included.
 MisfitText = Callable[[str, Capacity, Capacity, ShareDemand], str]

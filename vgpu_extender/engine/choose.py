@@ -119,6 +119,15 @@ class NodeState:
         return DeviceGrant(dev.uuid, used.memory, used.cores, dev.vendor)
 
 
+class _DeviceView:
+    """One device's capacity (``Capacity``'s fields), reassigned for each device."""
+
+    __slots__ = ("cores", "memory", "slots")
+
+    def __init__(self) -> None:
+        self.slots = self.memory = self.cores = 0
+
+
 class DeviceRanker(Protocol):
     """Orders the devices that fit a container, most preferred first (a policy's job)."""
 
@@ -177,9 +186,29 @@ def _pick(
     k = container.count
     failures: dict[Reason, int] = {}
     fitting: list[int] = []
-    stages = state.share.stages_for(container)
+    tests = [(stage.reason, stage.test) for stage in state.share.stages_for(container)]
+    # One view of a device's capacity, moved from device to device: the stage tests
+    # only read it, and building two tuples per device would double the cost of a choice.
+    free, total = _DeviceView(), _DeviceView()
     for slot in range(len(state.devices)):
-        why = state.fits(slot, container, stages)
+        why: Reason | None = None
+        if not state.usable[slot]:
+            why = Reason.UNHEALTHY
+        else:
+            free.slots, free.memory, free.cores = (
+                state.slots_free[slot],
+                state.mem_free[slot],
+                state.cores_free[slot],
+            )
+            total.slots, total.memory, total.cores = (
+                state.slots_total[slot],
+                state.mem_total[slot],
+                state.cores_total[slot],
+            )
+            for reason, test in tests:
+                if not test(free, total, container):
+                    why = reason
+                    break
         if why is None:
             fitting.append(slot)
         else:

@@ -10,29 +10,36 @@ memory, then cores.
 from __future__ import annotations
 
 from vgpu_extender.domain import DeviceUsage, Reason
-from vgpu_extender.domain.share import Capacity, HeldShare, ShareDemand, ShareModel, Stage
+from vgpu_extender.domain.share import (
+    Capacity,
+    CapacityView,
+    HeldShare,
+    ShareDemand,
+    ShareModel,
+    Stage,
+)
 
 #: Cores of one whole GPU: a share of this much asks for the GPU alone.
 EXCLUSIVE_CORES = 100
 
 
-def _has_slot(free: Capacity, total: Capacity, demand: ShareDemand) -> object:
+def _has_slot(free: CapacityView, total: CapacityView, demand: ShareDemand) -> object:
     return free.slots >= demand.slots
 
 
-def _is_empty(free: Capacity, total: Capacity, demand: ShareDemand) -> object:
+def _is_empty(free: CapacityView, total: CapacityView, demand: ShareDemand) -> object:
     return free.slots == total.slots
 
 
-def _has_memory(free: Capacity, total: Capacity, demand: ShareDemand) -> object:
+def _has_memory(free: CapacityView, total: CapacityView, demand: ShareDemand) -> object:
     return free.memory >= demand.memory_on(total.memory)
 
 
-def _has_cores(free: Capacity, total: Capacity, demand: ShareDemand) -> object:
+def _has_cores(free: CapacityView, total: CapacityView, demand: ShareDemand) -> object:
     return free.cores >= demand.cores
 
 
-def _has_compute(free: Capacity, total: Capacity, demand: ShareDemand) -> object:
+def _has_compute(free: CapacityView, total: CapacityView, demand: ShareDemand) -> object:
     return free.cores > 0
 
 
