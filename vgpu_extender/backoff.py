@@ -74,8 +74,11 @@ class HealthyReset:
         self._since: float | None = None
 
     def connected(self) -> None:
-        """The connection is up (called when it starts)."""
-        self._since = self._clock()
+        """The connection is up (called each time it starts). A watch renewed without a
+        failure in between (it ends by its own timeout) is the same healthy spell: it
+        counts from the first start after the last failure."""
+        if self._since is None:
+            self._since = self._clock()
 
     def failed(self) -> float:
         """The connection broke: the delay before the next try."""

@@ -78,7 +78,11 @@ class StartupError(Exception):
 
 
 def _short(value: object, limit: int = 200) -> str:
-    text = repr(str(value)) if not isinstance(value, (int, float, bool)) else repr(value)
+    # Passwords hidden before the cut: a cut inside a URL's credentials would leave
+    # nothing for the redaction to recognise, and part of the password would show.
+    if isinstance(value, (int, float, bool)):
+        return repr(value)
+    text = repr(hide_passwords(str(value)))
     return text if len(text) <= limit else text[: limit - 3] + "..."
 
 

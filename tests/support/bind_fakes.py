@@ -43,9 +43,11 @@ class Row:
 
 
 #: What becomes of the next commit: written; nothing written (the connection lost before
-#: the commit, both tries); written with the answer lost and the rows read back
-#: (``"lost-read-back"``: it stands), or not readable (``"lost-unreadable"``).
-CommitFate = Literal["ok", "lost-before", "lost-read-back", "lost-unreadable"]
+#: the commit, both tries); or written with the answer lost and the rows not readable
+#: (``"lost-unreadable"``). A lost answer whose rows are read back is the store port's
+#: own business (``SqlBindStore``, tested against real databases): to the service it
+#: is a commit that stood, as ``"ok"``.
+CommitFate = Literal["ok", "lost-before", "lost-unreadable"]
 
 
 class FakeBindStore:

@@ -71,6 +71,18 @@ def test_a_password_in_any_part_of_the_line_is_hidden() -> None:
     assert error.line().count("u:***@db") == 2
 
 
+def test_a_long_password_is_hidden_before_the_value_is_cut() -> None:
+    """A password longer than the shown part of the value (an IAM token, say): the cut
+    would fall inside it and leave nothing the redaction recognises."""
+    password = "S3cr" * 60
+    error = StartupError(
+        "bad", fields=("database_url",), value=f"postgresql+psycopg://u:{password}@h/db"
+    )
+    line = error.line()
+    assert "S3crS3cr" not in line
+    assert "postgresql+psycopg://u:***@h/db" in line
+
+
 def test_a_message_of_several_lines_becomes_one() -> None:
     error = StartupError("not YAML:\n  line 2\n  ^", fields=("inventory_file",))
     assert error.line() == "error: VGPU_INVENTORY_FILE: not YAML: line 2 ^; " + (

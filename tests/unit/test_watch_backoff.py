@@ -77,12 +77,16 @@ def test_a_watch_that_stays_up_starts_the_backoff_again(
 
     def watch(version: str, timeout_s: float) -> Iterator[tuple[str, Any]]:
         calls[0] += 1
-        if calls[0] == 8:
-            now[0] += sync.WATCH_HEALTHY_S + 1  # this one stayed up
+        if 8 <= calls[0] <= 10:
+            # Up, and renewed: each watch ends by its own timeout, none stays up a minute.
+            now[0] += sync.WATCH_TIMEOUT_S
+            return iter(())
         raise ConnectionError(f"watch broke {uuid.uuid4()}")
 
     stop = CountingStop(9)
     _loop(stop, relist, watch)
-    # After seven quick failures the ceiling is 0.5 * 2**7; the eighth, healthy for a
-    # minute first, starts over from the first step.
+    # After seven quick failures the ceiling is 0.5 * 2**7; the eighth, after three
+    # renewed watches (healthy 90 s in all, longer than WATCH_HEALTHY_S), starts over
+    # from the first step.
+    assert 3 * sync.WATCH_TIMEOUT_S > sync.WATCH_HEALTHY_S > sync.WATCH_TIMEOUT_S
     assert stop.waits[7] <= sync.RETRY_INITIAL_S

@@ -210,6 +210,11 @@ class BindingService:
             pending = self._commit(args, request, claim)
         except BindError as exc:
             return str(exc)
+        if self._publisher.bound_at_commit:
+            # Standalone: the rows were written bound, and there is nothing to publish
+            # (an unreserve now would free the index's devices but not the bound rows).
+            self._pods.pop(args.uid)
+            return ""
         error = self._publish(pending)
         if not error:
             self._pods.pop(args.uid)

@@ -201,7 +201,11 @@ class PreemptionService:
                 return None
             inventory = index.inventory(node)
             held = [(a.pod_uid, a.assignment) for a in index.pods_on(node)]
-        scratch = ClusterIndex(initial_nodes=1, initial_slots=max(1, len(inventory.devices)))
+        scratch = ClusterIndex(
+            initial_nodes=1,
+            initial_slots=max(1, len(inventory.devices)),
+            share=self._cluster.index.share,
+        )
         scratch.upsert_node(inventory)
         for uid, assignment in held:
             scratch.apply(uid, assignment, check=False)

@@ -521,7 +521,9 @@ class SyncService:
                 thread = threading.current_thread().name
                 reason = str(exc).splitlines()[0] if str(exc).strip() else type(exc).__name__
                 _watch_log.warning(
-                    f"{thread}: {type(exc).__name__}: {reason}",
+                    # Keyed by kind, not by text: texts carry addresses and versions, and
+                    # the throttle keeps every key it has seen.
+                    f"{thread}: {type(exc).__name__}",
                     "%s: %s; retrying in %.1f s (try %d)",
                     thread,
                     reason,
