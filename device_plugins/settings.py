@@ -77,6 +77,15 @@ class DevicePluginSettings(BaseSettings):
     live_stall_s: float = Field(default=60.0, gt=0)
     log_level: Literal["DEBUG", "INFO", "WARNING", "ERROR"] = "INFO"
 
+    @field_validator("log_level", mode="before")
+    @classmethod
+    def _level_in_any_case(cls, value: object) -> object:
+        """Any case, and ``warn`` for ``warning``, as the extender takes them."""
+        if isinstance(value, str):
+            level = value.strip().upper()
+            return "WARNING" if level == "WARN" else level
+        return value
+
     @field_validator("ignored_xids", mode="before")
     @classmethod
     def _split_xids(cls, value: Any) -> Any:

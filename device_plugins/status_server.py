@@ -76,7 +76,11 @@ class StatusServer:
                 if route is None:
                     status, content_type, body = 404, "text/plain", b"not found\n"
                 else:
-                    status, content_type, body = route()
+                    try:
+                        status, content_type, body = route()
+                    except Exception:  # a broken collector: an answer, and the log says why
+                        log.exception("status endpoint %s failed", self.path)
+                        status, content_type, body = 500, "text/plain", b"internal error\n"
                 self.send_response(status)
                 self.send_header("Content-Type", content_type)
                 self.send_header("Content-Length", str(len(body)))

@@ -280,3 +280,19 @@ def test_a_silent_client_is_dropped_after_the_idle_timeout() -> None:
         silent.close()
     finally:
         server.stop()
+
+
+def test_a_failing_collector_answers_500_and_the_endpoint_keeps_serving() -> None:
+    def broken() -> bytes:
+        raise RuntimeError("collector broke")
+
+    server = StatusServer(("127.0.0.1", 0), metrics=broken, live=lambda: None, ready=lambda: None)
+    server.start()
+    try:
+        for path, status in (("/metrics", 500), ("/healthz", 200)):
+            connection = http.client.HTTPConnection("127.0.0.1", server.port, timeout=5.0)
+            connection.request("GET", path)
+            assert connection.getresponse().status == status, path
+            connection.close()
+    finally:
+        server.stop()

@@ -50,3 +50,10 @@ def test_defaults_pick_nvml() -> None:
 def test_bad_values_name_the_field(kwargs: dict[str, object], message: str) -> None:
     with pytest.raises(ValidationError, match=message):
         DevicePluginSettings(**kwargs)  # type: ignore[arg-type]
+
+
+@pytest.mark.parametrize(
+    ("given", "level"), [("debug", "DEBUG"), ("Warn", "WARNING"), ("ERROR", "ERROR")]
+)
+def test_the_log_level_is_taken_in_any_case(given: str, level: str) -> None:
+    assert DevicePluginSettings(log_level=given).log_level == level

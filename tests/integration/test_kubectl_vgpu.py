@@ -275,7 +275,8 @@ def _wait_for_tls(url: str, cert: Path, log: Path) -> None:
             if httpx.get(f"{url}/healthz", verify=context, timeout=5).status_code == 200:
                 return
         except httpx.HTTPError:
-            time.sleep(0.2)
+            pass
+        time.sleep(0.2)  # not ready, or not answering yet
     raise RuntimeError(f"the TLS extender did not answer:\n{log.read_text()}")
 
 

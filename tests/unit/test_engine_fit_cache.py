@@ -12,7 +12,6 @@
 
 from __future__ import annotations
 
-import gc
 from collections.abc import Callable, Sequence
 from dataclasses import replace
 from typing import Any
@@ -199,7 +198,6 @@ def test_rows_are_known_by_their_contents_not_the_array() -> None:
     # Two other lists push the first out of rows_of's memory.
     for other in (names[1:], names[2:]):
         checked_fit(index, make_request(1, mem=5000), other)
-    gc.collect()
     # The equal list, looked up anew, is a fresh array of the same rows: answered from
     # the verdicts, not judged again.
     hits, misses = counts(index)
@@ -212,16 +210,22 @@ def test_an_array_changed_in_place_is_judged_for_what_it_holds() -> None:
     rows = np.array(index.rows_of(names))  # a writeable copy
     stamps = index.row_stamps
 
+    judged: list[list[int]] = []
+
     def judge(mask: object, some: np.ndarray) -> np.ndarray:
+        judged.append(some.tolist())
         return np.asarray(some % 2 == 0)
 
     key = ("shape",)
+    original = rows.copy()
     first = index.fit_cache.good(key, 0, names, rows, stamps, lambda: None, judge)
     rows[:] = rows[::-1]  # the caller reuses its array for another list
     second = index.fit_cache.good(key, 0, names, rows, stamps, lambda: None, judge)
+    np.testing.assert_array_equal(first.good, original % 2 == 0)
     np.testing.assert_array_equal(second.good, rows % 2 == 0)
     assert second.names is None  # a first sight of these rows: judged, names not yet held
-    assert first.good.tolist() != second.good.tolist()
+    # The second list was judged for what it holds, not answered from the first's.
+    assert judged[-1] == rows.tolist() != original.tolist()
 
 
 #: Pairs of requests differing in one thing fit reads, with different feasible sets on

@@ -633,3 +633,15 @@ def test_a_missing_pod_file(tmp_path: Path, capsys: pytest.CaptureFixture[str]) 
     assert capsys.readouterr().err == (
         f"kubectl-vgpu: cannot read {missing}: No such file or directory\n"
     )
+
+
+def test_skipping_tls_verification_keeps_the_client_certificate_context() -> None:
+    """``--insecure-skip-tls-verify`` stops checking the server, but a user who logs in
+    by client certificate keeps the context that holds it."""
+    import ssl
+
+    context = ssl.create_default_context()
+    kept = kubeconfig.insecure(context)
+    assert kept is context
+    assert context.verify_mode == ssl.CERT_NONE and not context.check_hostname
+    assert kubeconfig.insecure(True) is False and kubeconfig.insecure(False) is False

@@ -119,11 +119,6 @@ class Operations:
         """Called once the runtime has started (the index is loaded from the store):
         the store probe, the collectors, the Events' worker and the leader election."""
         metrics = self.metrics
-        reporter = self.reporter
-        if reporter is None:  # a runtime built without these hooks: report nothing
-            reporter = self.reporter = UnschedulableReporter(
-                kube=None, on_counts=metrics.count_rejections, on_drop=metrics.events_dropped.inc
-            )
         settings = self.settings
         health = StoreHealth(
             runtime.engine,
@@ -172,7 +167,8 @@ class Operations:
                 lambda: reconcile_counts(runtime.sync),
             )
         )
-        reporter.start()
+        if self.reporter is not None:  # made with the hooks the runtime was built with
+            self.reporter.start()
         if settings.leader_elect and runtime.kube is not None:
             self.elector = LeaderElector(
                 kube=runtime.kube,

@@ -4,7 +4,7 @@ No I/O and no clock: every function takes plain values and the index.
 """
 
 from vgpu_extender.engine.choose import DeviceRanker, NodeState, by_index, choose_devices
-from vgpu_extender.engine.fit import FitResult, fit, fitting_devices, memory_need, static_mask
+from vgpu_extender.engine.fit import FitResult, fit, fitting_devices, static_mask
 from vgpu_extender.engine.index import Allocation, AllocationError, ClusterIndex
 from vgpu_extender.engine.scoring import (
     MAX_EXTENDER_PRIORITY,
@@ -25,7 +25,6 @@ __all__ = [
     "extender_score_vector",
     "fit",
     "fitting_devices",
-    "memory_need",
     "static_mask",
     "to_extender_scores",
 ]

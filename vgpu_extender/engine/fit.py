@@ -50,15 +50,6 @@ class FitResult:
     rejections: dict[str, Rejection] = field(default_factory=dict)
 
 
-def memory_need(
-    cols: DeviceColumns, container: ContainerRequest, rows: int | None = None
-) -> IntGrid | int:
-    """MiB the container needs on each device of the first ``rows`` rows (a scalar unless
-    it asks for a percentage)."""
-    need: IntGrid | int = container.memory_on(cols.mem_total[:rows])
-    return need
-
-
 def fitting_devices(index: ClusterIndex, container: ContainerRequest, static: BoolGrid) -> BoolGrid:
     """Devices that can hold one share of ``container`` now, in the rows ``static`` covers
     (the first ``len(static)`` rows of the grid)."""

@@ -41,7 +41,9 @@ def endpoint(args: argparse.Namespace) -> Endpoint:
     from vgpu_extender.kubectl_vgpu import kubeconfig
 
     apiserver = kubeconfig.load(args.kubeconfig, args.context)
-    verify = False if args.insecure_skip_tls_verify else apiserver.verify
+    verify = (
+        kubeconfig.insecure(apiserver.verify) if args.insecure_skip_tls_verify else apiserver.verify
+    )
     return Endpoint.through_proxy(
         apiserver.url,
         namespace=args.namespace,

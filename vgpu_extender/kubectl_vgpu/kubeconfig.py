@@ -137,11 +137,20 @@ def _build(context: str, cluster: _Named, user: _Named) -> ApiServer:
     return ApiServer(server, headers, _tls(cluster, user))
 
 
+def insecure(verify: ssl.SSLContext | bool) -> ssl.SSLContext | bool:
+    """``verify`` with the server's certificate no longer checked, the client
+    certificate (if any) kept: ``--insecure-skip-tls-verify`` must not log a user out."""
+    if not isinstance(verify, ssl.SSLContext):
+        return False
+    verify.check_hostname = False
+    verify.verify_mode = ssl.CERT_NONE
+    return verify
+
+
 def _tls(cluster: _Named, user: _Named) -> ssl.SSLContext | bool:
     if cluster.body.get("insecure-skip-tls-verify"):
-        context = ssl.create_default_context()
-        context.check_hostname = False
-        context.verify_mode = ssl.CERT_NONE
+        context = insecure(ssl.create_default_context())
+        assert isinstance(context, ssl.SSLContext)
     elif cluster.body.get("certificate-authority-data"):
         pem = _decode(cluster.body["certificate-authority-data"], "certificate-authority-data")
         context = ssl.create_default_context(cadata=pem.decode())
@@ -195,7 +204,10 @@ def _in_cluster() -> ApiServer:
     port = os.environ.get("KUBERNETES_SERVICE_PORT", "443")
     host = f"[{host}]" if ":" in host else host
     token = _read(_SERVICE_ACCOUNT / "token", "service account token").strip()
-    context = ssl.create_default_context(cafile=str(_SERVICE_ACCOUNT / "ca.crt"))
+    try:
+        context = ssl.create_default_context(cafile=str(_SERVICE_ACCOUNT / "ca.crt"))
+    except (OSError, ssl.SSLError) as exc:
+        raise PluginError(f"the service account's CA: {_first_line(exc)}") from None
     return ApiServer(f"https://{host}:{port}", {"Authorization": f"Bearer {token}"}, context)
 
 
@@ -221,12 +233,15 @@ def _with_kubernetes_loader(explicit: str | None, context: str) -> ApiServer:
     verify: ssl.SSLContext | bool = True
     url = str(configuration.host).rstrip("/")
     if url.startswith("https://"):
-        if not configuration.verify_ssl:
-            verify = False
-        else:
-            verify = ssl.create_default_context(cafile=configuration.ssl_ca_cert or None)
+        try:
+            tls = ssl.create_default_context(
+                cafile=(configuration.ssl_ca_cert or None) if configuration.verify_ssl else None
+            )
             if configuration.cert_file:
-                verify.load_cert_chain(configuration.cert_file, configuration.key_file)
+                tls.load_cert_chain(configuration.cert_file, configuration.key_file)
+        except (OSError, ssl.SSLError) as exc:
+            raise PluginError(f"kubeconfig context {context!r}: {_first_line(exc)}") from None
+        verify = tls if configuration.verify_ssl else insecure(tls)
     return ApiServer(url, headers, verify)
 
 

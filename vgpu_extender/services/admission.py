@@ -27,7 +27,7 @@ from __future__ import annotations
 
 import base64
 import json
-from collections.abc import Mapping, Sequence
+from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass, field
 from typing import Any
 
@@ -94,10 +94,11 @@ def decide(
     scheduler_name: str,
     operation: str = "CREATE",
     names: ResourceNames | None = None,
-    largest: Largest | None = None,
+    largest: Largest | Callable[[], Largest | None] | None = None,
 ) -> Decision:
     """Allow, deny or mutate one pod; ``largest`` is what the inventory's biggest node
-    and devices hold (None: unknown, no refusal for size)."""
+    and devices hold (None: unknown, no refusal for size), or how to find it: asked only
+    for a pod that asks for devices (it reads the cluster under its lock)."""
     if operation != "CREATE":
         return Decision(True, f"operation {operation}: nothing to do")
     if not isinstance(pod, Mapping):
@@ -128,7 +129,9 @@ def decide(
         request = vendor.parse_pod(pod)
     except RequestError as exc:
         return Decision(False, f"the pod can never be scheduled: {exc}")
-    if largest is not None:
+    if callable(largest) and request.managed:
+        largest = largest()
+    if isinstance(largest, Largest):
         for parsed in request.containers:
             too_big = _too_big(parsed, largest, names)
             if too_big:

@@ -117,6 +117,6 @@ def webhook(review: AdmissionReviewIn, runtime: RuntimeDep) -> dict[str, Any]:
         vendor=cluster.vendor,
         scheduler_name=runtime.settings.scheduler_name,
         operation=request.operation,
-        largest=largest(cluster),
+        largest=lambda: largest(cluster),
     )
     return admission.response(request.uid, decision, api_version=review.apiVersion)
