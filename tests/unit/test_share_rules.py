@@ -70,11 +70,25 @@ def test_the_grid_and_one_device_give_the_same_verdict(
         failed = first_failing(NVIDIA_SHARE, *_one(cell), container)
         dropped = next((s for s, m in zip(stages, masks, strict=True) if not m[0, position]), None)
         assert failed == dropped
-    # With nothing allocated, the verdict is the one-device verdict on an empty device.
+    # With nothing allocated: the one-device verdict on an empty device, by the stages
+    # that can fail there (memory and cores; not slots, exclusivity or compute left).
     empty = fits_when_empty(NVIDIA_SHARE, total, container, within)[0].tolist()
+    capacity = [s for s in NVIDIA_SHARE.stages_for(container) if s.when_empty]
     assert empty == [
-        first_failing(NVIDIA_SHARE, _one(c)[1], _one(c)[1], container) is None for c in cells
+        first_failing(NVIDIA_SHARE, _one(c)[1], _one(c)[1], container, capacity) is None
+        for c in cells
     ]
+
+
+def test_a_device_without_slots_or_cores_is_not_called_unresolvable() -> None:
+    """As before the stage table: only memory and cores decide that preemption cannot
+    help; a device registered with count 0 or devcore 0 leaves it to the other stages."""
+    total = Capacity(np.array([[0, 2]]), np.array([[8000, 8000]]), np.array([[100, 0]]))
+    within = np.ones((1, 2), dtype=np.bool_)
+    no_cores = ContainerRequest("c", 1, memory_mib=1000)
+    assert fits_when_empty(NVIDIA_SHARE, total, no_cores, within)[0].tolist() == [True, True]
+    too_big = ContainerRequest("c", 1, memory_mib=9000)
+    assert fits_when_empty(NVIDIA_SHARE, total, too_big, within)[0].tolist() == [False, False]
 
 
 def test_the_nvidia_stages_go_in_hamis_order() -> None:

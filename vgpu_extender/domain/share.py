@@ -90,6 +90,9 @@ class Stage:
     ``applies`` says whether the stage is in force for a demand (an exclusivity stage
     only for exclusive shares). ``measure`` names the dimension whose numbers explain a
     failure (``need`` and ``best free``); None explains it by counting devices.
+    ``when_empty``: whether the check "would the share fit with every allocation on the
+    node released" (a failure preemption cannot help) evaluates the stage; a stage about
+    what others hold (slots in use, exclusivity, compute left) leaves it out.
     """
 
     reason: Reason
@@ -97,6 +100,7 @@ class Stage:
     misfit: MisfitText
     applies: Callable[[ShareDemand], bool] = _always
     measure: str | None = None
+    when_empty: bool = True
 
 
 @dataclass(frozen=True, slots=True)

@@ -44,8 +44,13 @@ def fits_when_empty(
     model: ShareModel, total: Capacity, demand: ShareDemand, within: BoolGrid
 ) -> BoolGrid:
     """The devices of ``within`` a share would fit with nothing allocated on them: where
-    no preemption can help, none of a node's devices is here."""
-    return fitting_mask(model, total, total, demand, within)
+    no preemption can help, none of a node's devices is here. Only the stages marked
+    ``when_empty`` are evaluated."""
+    ok = within
+    for stage in model.stages_for(demand):
+        if stage.when_empty:
+            ok = ok & stage.test(total, total, demand)
+    return ok
 
 
 def first_failing(

@@ -97,11 +97,17 @@ def _held(usage: DeviceUsage) -> ShareDemand:
 NVIDIA_SHARE = ShareModel(
     name="NVIDIA",
     stages=(
-        Stage(Reason.SLOTS, _has_slot, _slots_text),
-        Stage(Reason.EXCLUSIVE, _is_empty, _exclusive_text, applies=_exclusive),
+        Stage(Reason.SLOTS, _has_slot, _slots_text, when_empty=False),
+        Stage(Reason.EXCLUSIVE, _is_empty, _exclusive_text, applies=_exclusive, when_empty=False),
         Stage(Reason.MEMORY, _has_memory, _memory_text, measure="memory"),
         Stage(Reason.CORES, _has_cores, _cores_text, applies=_asks_cores, measure="cores"),
-        Stage(Reason.NO_COMPUTE, _has_compute, _compute_text, applies=_asks_no_cores),
+        Stage(
+            Reason.NO_COMPUTE,
+            _has_compute,
+            _compute_text,
+            applies=_asks_no_cores,
+            when_empty=False,
+        ),
     ),
     consumed=_consumed,
     held=_held,
