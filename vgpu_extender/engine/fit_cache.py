@@ -57,10 +57,14 @@ class Remembered(NamedTuple):
 class _ListVerdicts:
     """One rows array's verdicts, by position, with the stamp each row had when judged."""
 
-    __slots__ = ("all_known", "good", "key", "names", "safe", "stamps")
+    __slots__ = ("all_known", "good", "key", "names", "rows", "safe", "stamps")
 
     def __init__(self, key: bytes, rows: IntVec, stamps: IntVec, good: BoolVec) -> None:
         self.key = key  # the rows' bytes
+        #: The array itself, when it owns its data and is read-only (``rows_of``'s
+        #: are): the same one again holds the same rows, found without comparing bytes.
+        frozen = rows.base is None and not rows.flags.writeable
+        self.rows: IntVec | None = rows if frozen else None
         self.all_known = bool((rows >= 0).all())
         self.safe: IntVec = np.where(rows >= 0, rows, 0)  # unknown nodes read row 0's stamp
         self.stamps: IntVec = np.take(stamps, self.safe)
@@ -141,12 +145,11 @@ class FitCache:
                 self._shapes.popitem(last=False)
         self._shapes.move_to_end(key)
         mask = shape.selector_mask
-        contents = rows.tobytes()
-        held = _find(shape.lists, contents)
+        held = _find(shape.lists, rows)
         if held is None:
             good = judge(mask, rows)
             self.misses += len(rows)
-            shape.lists.insert(0, _ListVerdicts(contents, rows, stamps, good))
+            shape.lists.insert(0, _ListVerdicts(rows.tobytes(), rows, stamps, good))
             del shape.lists[self._lists :]
             return Remembered(good, mask, None)
         now = np.take(stamps, held.safe)
@@ -159,11 +162,15 @@ class FitCache:
         return Remembered(held.good.copy(), mask, held.names_of(candidates))
 
 
-def _find(lists: list[_ListVerdicts], contents: bytes) -> _ListVerdicts | None:
-    """The verdicts held for rows of these bytes, moved to the front."""
-    for i, held in enumerate(lists):
-        if held.key == contents:
-            if i:
-                lists.insert(0, lists.pop(i))
-            return held
-    return None
+def _find(lists: list[_ListVerdicts], rows: IntVec) -> _ListVerdicts | None:
+    """The verdicts held for these rows (the same read-only array, or equal bytes),
+    moved to the front."""
+    found = next((i for i, held in enumerate(lists) if held.rows is rows), None)
+    if found is None:
+        contents = rows.tobytes()
+        found = next((i for i, held in enumerate(lists) if held.key == contents), None)
+    if found is None:
+        return None
+    if found:
+        lists.insert(0, lists.pop(found))
+    return lists[0]
