@@ -25,7 +25,7 @@ class Settings(BaseSettings):
 
     # hide_input_in_errors: a ValidationError printed as is (a traceback) must not
     # carry a value such as the database URL's password; the CLI shows the values
-    # with the secrets hidden (settings_cli).
+    # with the secrets hidden (startup_errors).
     model_config = SettingsConfigDict(
         env_prefix="VGPU_",
         env_ignore_empty=True,
