@@ -33,6 +33,8 @@ from vgpu_extender.domain import (
 )
 from vgpu_extender.domain.share import Capacity, HeldShare, ShareDemand, ShareModel, Stage
 from vgpu_extender.kube.real import RealKubeClient
+from vgpu_extender.store.capacity import find_misfit
+from vgpu_extender.vendors.nvidia.share import NVIDIA_SHARE
 
 COUNT = "example.com/widget"
 MEMORY = "example.com/widget-mem"
@@ -225,8 +227,26 @@ def test_a_vendor_defined_here_is_scheduled_bound_and_released_over_http(
         running.stop()
 
 
-def test_the_widget_share_model_never_uses_the_cores_dimension() -> None:
-    usage = DeviceUsage(memory_mib=100, cores=0, slots=1)
-    held = WIDGET_SHARE.held(usage)
-    assert not held.exclusive
-    assert [s.reason for s in WIDGET_SHARE.stages_for(held)] == [Reason.SLOTS, Reason.MEMORY]
+def test_the_store_rechecks_a_bind_by_the_vendors_own_table() -> None:
+    """The bind-time re-check evaluates the Widget's stages and words: memory over the
+    widget's is refused, and a widget's zero cores are no reason (NVIDIA's table would
+    refuse a zero-core grant on a device with no cores left)."""
+    devices = {"w0": Device("w0", count=2, memory_mib=8000, cores=0, vendor="WIDGET")}
+    committed = {"w0": DeviceUsage(memory_mib=6000, cores=0, slots=1)}
+
+    def misfit(memory: int, share: ShareModel) -> Any:
+        grant = DeviceGrant("w0", memory, 0, "WIDGET")
+        return find_misfit(
+            node="n",
+            devices=devices,
+            cordoned=frozenset(),
+            committed=committed,
+            assignment=PodAssignment("n", ((grant,),)),
+            share=share,
+        )
+
+    refused = misfit(3000, WIDGET_SHARE)
+    assert refused is not None and refused.reason is Reason.MEMORY
+    assert refused.message == "device w0 on n over-allocated: memory 9000/8000"
+    assert misfit(2000, WIDGET_SHARE) is None
+    assert misfit(2000, NVIDIA_SHARE).reason is Reason.NO_COMPUTE
