@@ -40,7 +40,6 @@ IGNORE_KEY = "hami.io/webhook"
 IGNORE_VALUE = "ignore"
 #: Schedulers whose pods the webhook takes over (HAMi's force-overwrite default).
 REPLACEABLE_SCHEDULERS = frozenset({"", "default-scheduler"})
-PRIORITY_ENV = "CUDA_TASK_PRIORITY"
 #: Init containers first: the order of ``PodRequest.containers``.
 _KINDS = ("initContainers", "containers")
 #: Every kind of container a pod can run; ephemeral ones (``kubectl debug``) are
@@ -59,24 +58,27 @@ class ResourceNames:
     percent: str | None = None
     cores: str | None = None
     priority: str | None = None
+    exclusive_cores: str = "100"
+    priority_env: str | None = None
 
     @classmethod
     def of(cls, vendor: Vendor) -> ResourceNames:
-        """Names from a vendor configured the HAMi way (``*_resource`` fields); other
-        vendors get the checks and ``schedulerName`` but no request defaults."""
-        config = getattr(vendor, "config", None)
+        """What the vendor says it admits with (``Vendor.admission``); a name it does
+        not manage is no role (the checks and ``schedulerName`` still apply)."""
+        given = vendor.admission
 
-        def name(attribute: str) -> str | None:
-            value = getattr(config, attribute, None)
-            return value if isinstance(value, str) and value in vendor.resource_names else None
+        def name(value: str | None) -> str | None:
+            return value if value in vendor.resource_names else None
 
         return cls(
             managed=vendor.resource_names,
-            count=name("count_resource"),
-            memory=name("memory_resource"),
-            percent=name("memory_percent_resource"),
-            cores=name("cores_resource"),
-            priority=name("priority_resource"),
+            count=name(given.count),
+            memory=name(given.memory),
+            percent=name(given.memory_percent),
+            cores=name(given.cores),
+            priority=name(given.priority),
+            exclusive_cores=given.exclusive_cores,
+            priority_env=given.priority_env,
         )
 
 
@@ -244,10 +246,10 @@ def _defaults(
         if names.count is not None and not _given(container, names.count):
             add[names.count] = str(parsed.count)
         if names.cores is not None and not _given(container, names.cores) and parsed.exclusive:
-            add[names.cores] = "100"
+            add[names.cores] = names.exclusive_cores
     ops = _add_limits(path, container, add)
-    if parsed.priority is not None and names.priority is not None:
-        ops.extend(_add_env(path, container, PRIORITY_ENV, str(parsed.priority)))
+    if parsed.priority is not None and names.priority is not None and names.priority_env:
+        ops.extend(_add_env(path, container, names.priority_env, str(parsed.priority)))
     return ops
 
 

@@ -8,10 +8,28 @@ the engine and the services, which speak only the domain types.
 from __future__ import annotations
 
 from collections.abc import Iterable, Mapping
+from dataclasses import dataclass
 from typing import Any, Protocol
 
 from vgpu_extender.domain import Device, DeviceGrant, PodAssignment, PodRequest
 from vgpu_extender.domain.share import ShareModel
+
+
+@dataclass(frozen=True, slots=True)
+class AdmissionNames:
+    """What the admission webhook writes for a vendor's pods, as HAMi's webhook does:
+    which resource plays which role (None: the vendor has none), the compute value of a
+    share that asks for its devices whole, and where a container's priority goes."""
+
+    count: str | None = None
+    memory: str | None = None
+    memory_percent: str | None = None
+    cores: str | None = None
+    priority: str | None = None
+    #: The cores value written for a container that gives a bare count (its devices whole).
+    exclusive_cores: str = "100"
+    #: The environment variable a container's priority is given in.
+    priority_env: str | None = None
 
 
 class Vendor(Protocol):
@@ -25,6 +43,11 @@ class Vendor(Protocol):
     @property
     def share(self) -> ShareModel:
         """How the vendor's devices are shared: the stages a share must pass."""
+        ...
+
+    @property
+    def admission(self) -> AdmissionNames:
+        """The resource names and defaults the admission webhook applies."""
         ...
 
     @property

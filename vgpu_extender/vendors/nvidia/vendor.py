@@ -7,6 +7,7 @@ from typing import Any
 
 from vgpu_extender.domain import Device, DeviceGrant, PodAssignment, PodRequest
 from vgpu_extender.domain.share import ShareModel
+from vgpu_extender.vendors.base import AdmissionNames
 from vgpu_extender.vendors.nvidia import allocation_codec, inventory_codec, request
 from vgpu_extender.vendors.nvidia.config import NvidiaConfig
 from vgpu_extender.vendors.nvidia.share import NVIDIA_SHARE
@@ -32,6 +33,20 @@ class NvidiaVendor:
     @property
     def share(self) -> ShareModel:
         return NVIDIA_SHARE
+
+    @property
+    def admission(self) -> AdmissionNames:
+        config = self._config
+        return AdmissionNames(
+            count=config.count_resource,
+            memory=config.memory_resource,
+            memory_percent=config.memory_percent_resource,
+            cores=config.cores_resource,
+            priority=config.priority_resource,
+            exclusive_cores="100",
+            # HAMi-core reads a container's priority from this variable.
+            priority_env="CUDA_TASK_PRIORITY",
+        )
 
     @property
     def resource_names(self) -> frozenset[str]:
