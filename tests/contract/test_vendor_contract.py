@@ -187,7 +187,9 @@ def test_fit_agrees_with_the_reference_and_the_exact_choice(case: VendorCase) ->
             for name, rejection in result.rejections.items():
                 assert name not in result.feasible
                 if rejection.reason is Reason.NO_COMPUTE:  # its number is the zero it names
-                    assert rejection.message().startswith("no compute left"), rejection
+                    words = case.vendor.wording
+                    text = words.text(Reason.NO_COMPUTE)
+                    assert rejection.message(words).startswith(text), rejection
                 elif rejection.reason in USAGE:
                     numbered = rejection.need is not None and rejection.have is not None
                     assert numbered or rejection.detail, (name, rejection)

@@ -19,6 +19,7 @@ from tests.support.waiting import eventually
 from vgpu_extender.kube import KubeError
 from vgpu_extender.kube.fake import FakeKubeClient
 from vgpu_extender.services.events import failure_summary, reason_of
+from vgpu_extender.vendors.nvidia.wording import NVIDIA_WORDING
 
 NODES = ["t4-1", "t4-2", "a10-1"]
 
@@ -35,7 +36,7 @@ NODES = ["t4-1", "t4-2", "a10-1"]
     ids=["with-numbers", "cordoned", "bare", "unknown-node", "not-ours"],
 )
 def test_reasons_drop_their_numbers(message: str, reason: str) -> None:
-    assert reason_of(message) == reason
+    assert reason_of(message, NVIDIA_WORDING) == reason
 
 
 @pytest.mark.parametrize(

@@ -21,6 +21,7 @@ from tests.support.server import args, bind_args, serve, standalone_settings
 from tests.support.waiting import eventually
 from vgpu_extender.api import create_app
 from vgpu_extender.domain import (
+    NEUTRAL_WORDING,
     ContainerRequest,
     Device,
     DeviceGrant,
@@ -34,6 +35,7 @@ from vgpu_extender.domain import (
 from vgpu_extender.domain.share import Capacity, HeldShare, ShareDemand, ShareModel, Stage
 from vgpu_extender.kube.real import RealKubeClient
 from vgpu_extender.store.capacity import find_misfit
+from vgpu_extender.vendors import AdmissionNames
 from vgpu_extender.vendors.nvidia.share import NVIDIA_SHARE
 
 COUNT = "example.com/widget"
@@ -75,6 +77,9 @@ class WidgetVendor:
 
     name = "WIDGET"
     share = WIDGET_SHARE
+    #: No words of its own: the reasons read as for any device.
+    wording = NEUTRAL_WORDING
+    admission = AdmissionNames(count=COUNT, memory=MEMORY, exclusive_cores="0")
     resource_names = frozenset({COUNT, MEMORY})
     inventory_annotation = PREFIX + "register"
     cordon_annotation = PREFIX + "cordon"
@@ -196,8 +201,7 @@ def test_a_vendor_defined_here_is_scheduled_bound_and_released_over_http(
         huge = _widget_pod("huge", 9000)
         answer = running.verb("/filter", args(huge, [NODE]))
         reason = answer["FailedAndUnresolvableNodes"][NODE]
-        assert reason.startswith(Reason.MEMORY.value) and "need 9000" in reason
-        assert "best free 8000" in reason
+        assert reason == "insufficient device memory: need 9000 MiB, best free 8000 MiB"
         # Bind: the Binding carries the vendor's own annotations.
         assert running.verb("/bind", bind_args(pod, NODE)) == {"Error": ""}
         annotations = apiserver.get_pod("default", "small")["metadata"]["annotations"]
@@ -213,7 +217,7 @@ def test_a_vendor_defined_here_is_scheduled_bound_and_released_over_http(
         assert running.verb("/bind", bind_args(second, NODE)) == {"Error": ""}
         third = _widget_pod("third", 6000)
         answer = running.verb("/filter", args(third, [NODE]))
-        assert answer["FailedNodes"][NODE].startswith(Reason.MEMORY.value)
+        assert answer["FailedNodes"][NODE].startswith(NEUTRAL_WORDING.text(Reason.MEMORY))
         assert NODE not in answer["FailedAndUnresolvableNodes"]  # preemption could help
         # Release: the pod is deleted, the watch gives its devices back.
         apiserver.delete_pod("default", "small")

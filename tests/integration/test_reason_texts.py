@@ -15,10 +15,16 @@ from __future__ import annotations
 import pytest
 
 from tests.support.server import StartExtender, args, bind_args, place, pod_json
-from vgpu_extender.domain import Reason, Rejection
+from vgpu_extender.domain import NEUTRAL_WORDING, Reason, Rejection, Wording
 from vgpu_extender.domain.text import PERCENT_STAND_IN, without_format_verbs
+from vgpu_extender.vendors import VENDORS, create_vendor
 
 DEMO = ["demo-a100-1", "demo-a100-2", "demo-t4-1", "demo-t4-2"]
+#: The neutral words and every registered vendor's.
+WORDING_NAMES = {"neutral": NEUTRAL_WORDING} | {
+    name: create_vendor(name).wording for name in VENDORS
+}
+WORDINGS = list(WORDING_NAMES.values())
 
 
 @pytest.mark.parametrize("reason", list(Reason), ids=[r.name for r in Reason])
@@ -33,14 +39,26 @@ DEMO = ["demo-a100-1", "demo-a100-2", "demo-t4-1", "demo-t4-2"]
     ],
     ids=["bare", "numbers", "numbers-detail", "foreign-detail", "numbers-foreign-detail"],
 )
+@pytest.mark.parametrize("wording", WORDINGS, ids=list(WORDING_NAMES))
 def test_no_reason_text_holds_a_percent_sign(
-    reason: Reason, need: int | None, have: int | None, detail: str
+    reason: Reason, need: int | None, have: int | None, detail: str, wording: Wording
 ) -> None:
-    text = Rejection(reason, need, have, detail=detail).message()
+    text = Rejection(reason, need, have, detail=detail).message(wording)
     assert "%" not in text
-    assert text.startswith(reason.value)
+    assert text.startswith(wording.text(reason))
     if detail:
         assert without_format_verbs(detail) in text
+
+
+@pytest.mark.parametrize("wording", WORDINGS, ids=list(WORDING_NAMES))
+def test_every_wording_words_every_reason_apart(wording: Wording) -> None:
+    texts = [wording.text(reason) for reason in Reason]
+    assert len(set(texts)) == len(texts)
+    # A message is classified by its longest matching prefix: no text may be read as
+    # another's (the metric labels and Events group by them).
+    for reason in Reason:
+        message = Rejection(reason, 1, 0, detail="x").message(wording)
+        assert next(t for t in wording.all_texts() if message.startswith(t)) == wording.text(reason)
 
 
 @pytest.mark.parametrize(

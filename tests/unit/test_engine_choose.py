@@ -34,6 +34,7 @@ from vgpu_extender.engine import (
     to_extender_scores,
 )
 from vgpu_extender.policies.usage import binpack, spread
+from vgpu_extender.vendors.nvidia.wording import NVIDIA_WORDING
 
 Grant = tuple[int, int, int]
 
@@ -251,7 +252,7 @@ def test_choose_devices(case: Case) -> None:
         assert isinstance(verdict, Rejection), verdict
         assert (verdict.reason, verdict.unresolvable) == case.expect
         return
-    assert isinstance(verdict, PodAssignment), verdict.message()
+    assert isinstance(verdict, PodAssignment), verdict.message(NVIDIA_WORDING)
     assert slot_indices(verdict) == case.expect
     assert verdict.init == tuple(c.init for c in case.request.containers)
     # What the engine chose can always be applied.

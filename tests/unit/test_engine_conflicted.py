@@ -5,6 +5,7 @@ from __future__ import annotations
 from tests.support.builders import make_index, make_node, make_request
 from vgpu_extender.domain import PodAssignment, Reason
 from vgpu_extender.engine import choose_devices, fit
+from vgpu_extender.vendors.nvidia.wording import NVIDIA_WORDING
 
 
 def test_a_conflicted_device_is_refused_to_new_pods_with_its_reason() -> None:
@@ -16,7 +17,7 @@ def test_a_conflicted_device_is_refused_to_new_pods_with_its_reason() -> None:
     rejection = fit(index, two, ["a"]).rejections["a"]
     assert rejection.reason is Reason.CONFLICTED
     assert rejection.unresolvable
-    assert rejection.message() == "conflicted devices: need 2, have 1"
+    assert rejection.message(NVIDIA_WORDING) == "conflicted devices: need 2, have 1"
     # The other device still takes a pod, and the device choice never picks the refused one.
     assert fit(index, one, ["a"]).rejections == {}
     chosen = choose_devices(index, one, "a")

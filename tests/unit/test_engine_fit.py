@@ -20,6 +20,7 @@ from tests.support.builders import (
 from vgpu_extender.domain import NodeInventory, PodRequest, Reason, Rejection
 from vgpu_extender.engine import ClusterIndex, by_index, choose_devices, fit
 from vgpu_extender.engine.reference import reference_fit
+from vgpu_extender.vendors.nvidia.wording import NVIDIA_WORDING
 
 Grant = tuple[int, int, int]
 
@@ -333,7 +334,7 @@ def test_fit(case: Case) -> None:
     )
     assert result.feasible == [n for n, v in case.expect.items() if v is None]
     assert result.rows.tolist() == [index.row_of(n) for n in result.feasible]
-    got = {n: (r.message(), r.unresolvable) for n, r in result.rejections.items()}
+    got = {n: (r.message(NVIDIA_WORDING), r.unresolvable) for n, r in result.rejections.items()}
     want = {n: v for n, v in case.expect.items() if v is not None}
     assert got.keys() == want.keys()
     for name, (message, unresolvable) in want.items():
@@ -374,7 +375,7 @@ def test_identical_rejections_read_identically() -> None:
     for i in range(5):
         use(index, f"p{i}", f"n{i}", [(0, 8000, 50), (1, 8000, 50)])
     result = fit(index, make_request(1, mem=1000), [f"n{i}" for i in range(5)])
-    assert {r.message() for r in result.rejections.values()} == {
+    assert {r.message(NVIDIA_WORDING) for r in result.rejections.values()} == {
         "insufficient gpumem: need 1000 MiB, best free 192 MiB"
     }
 
@@ -411,7 +412,7 @@ MESSAGES = [
     ids=["unknown-node", "memory", "cores-with-detail", "slots", "cpu", "detail-only"],
 )
 def test_rejection_messages(rejection: Rejection, message: str) -> None:
-    assert rejection.message() == message
+    assert rejection.message(NVIDIA_WORDING) == message
 
 
 def busy_cluster(nodes: int, seed: int) -> ClusterIndex:

@@ -39,6 +39,7 @@ from vgpu_extender.domain import (
 )
 from vgpu_extender.engine import ClusterIndex, FitResult, choose_devices, fit
 from vgpu_extender.engine.fit_cache import DEFAULT_LISTS, DEFAULT_SHAPES, FitCache
+from vgpu_extender.vendors.nvidia.wording import NVIDIA_WORDING
 
 #: Unknown names: they pad candidate lists to the length ``rows_of`` remembers (shorter
 #: lists get a fresh rows array every time, which the cache can never match).
@@ -53,7 +54,8 @@ def assert_same_fit(got: FitResult, want: FitResult) -> None:
     assert list(got.rejections) == list(want.rejections)
     for name, rejection in got.rejections.items():
         assert rejection == want.rejections[name], name
-        assert rejection.message() == want.rejections[name].message(), name
+        wanted = want.rejections[name].message(NVIDIA_WORDING)
+        assert rejection.message(NVIDIA_WORDING) == wanted, name
 
 
 def checked_fit(

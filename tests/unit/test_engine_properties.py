@@ -33,6 +33,7 @@ from vgpu_extender.engine import (
 from vgpu_extender.engine.framework import Planner, ProfileConfig
 from vgpu_extender.engine.reference import reference_fit
 from vgpu_extender.policies import default_profile
+from vgpu_extender.vendors.nvidia.wording import NVIDIA_WORDING
 
 PROPERTY_SETTINGS = settings(
     max_examples=80,
@@ -281,7 +282,7 @@ def test_fit_agrees_with_reference_and_device_choice(
         # The vectorised verdict is exact: the device choice succeeds exactly where it fits.
         assert isinstance(chosen, PodAssignment) == (name in result.feasible), name
     for name, rejection in result.rejections.items():
-        assert rejection.message()
+        assert rejection.message(NVIDIA_WORDING)
         if rejection.unresolvable:
             # Unresolvable: the pod does not fit even with every allocation released.
             empty = build(cluster)

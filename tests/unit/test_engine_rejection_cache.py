@@ -47,6 +47,7 @@ from vgpu_extender.engine import AllocationError, ClusterIndex, choose_devices, 
 from vgpu_extender.engine.columns import IntVec
 from vgpu_extender.engine.explain import explain_rows
 from vgpu_extender.engine.rejection_cache import DEFAULT_SHAPES, RejectionCache
+from vgpu_extender.vendors.nvidia.wording import NVIDIA_WORDING
 
 # ----------------------------------------------------------------- helpers
 
@@ -99,7 +100,7 @@ def assert_same_verdicts(
     assert [name for name, _ in got] == [name for name, _ in want]
     for (name, a), (_, b) in zip(got, want, strict=True):
         assert a == b, name  # reason, numbers, unresolvable flag and detail
-        assert a.message() == b.message(), name
+        assert a.message(NVIDIA_WORDING) == b.message(NVIDIA_WORDING), name
 
 
 def full_node(index: ClusterIndex, node: str, gpus: int, uid: str) -> None:

@@ -28,6 +28,7 @@ from vgpu_extender.engine.framework import (
 from vgpu_extender.engine.framework.runtime import Planner, _flat
 from vgpu_extender.policies import default_profile
 from vgpu_extender.policies.label_priority import DEFAULT_LABEL
+from vgpu_extender.vendors.nvidia.wording import NVIDIA_WORDING
 
 
 def planner_of(index: ClusterIndex, config: ProfileConfig | None = None) -> Planner:
@@ -149,7 +150,7 @@ def test_filter_require_label() -> None:
     result = planner.filter(make_request(1, mem=1000), ["good", "bare", "bad", "tiny"])
     assert result.feasible == ["good"]
     assert result.rows.tolist() == [index.row_of("good")]
-    assert {n: r.message() for n, r in result.rejections.items()} == {
+    assert {n: r.message(NVIDIA_WORDING) for n, r in result.rejections.items()} == {
         "bare": f"missing priority label: label {DEFAULT_LABEL} missing",
         "bad": f"missing priority label: label {DEFAULT_LABEL}='x' is not an integer",
         # The device reason wins where the node does not fit anyway.
@@ -188,7 +189,8 @@ def test_best_explains_when_nothing_fits() -> None:
     decided = planner.best(make_request(3, mem=100), NAMES)
     assert isinstance(decided, FitResult)
     assert decided.feasible == []
-    assert {r.message() for r in decided.rejections.values()} == {"not enough gpus: need 3, have 2"}
+    texts = {r.message(NVIDIA_WORDING) for r in decided.rejections.values()}
+    assert texts == {"not enough gpus: need 3, have 2"}
 
 
 def test_scores_of_one_node_skip_the_fallback() -> None:

@@ -268,7 +268,9 @@ class WhatIfOut(BaseModel):
             ],
             rejected={
                 node: RejectionOut(
-                    reason=reason_of(r.message()), message=r.message(), unresolvable=r.unresolvable
+                    reason=reason_of(r.message(result.wording), result.wording),
+                    message=r.message(result.wording),
+                    unresolvable=r.unresolvable,
                 )
                 for node, r in sorted(result.rejected.items())
             },

@@ -3,10 +3,11 @@
 from vgpu_extender.domain.assignment import DeviceGrant, DeviceUsage, PodAssignment
 from vgpu_extender.domain.device import Device, NodeInventory
 from vgpu_extender.domain.errors import AnnotationError, InventoryError, RequestError
-from vgpu_extender.domain.reasons import Reason, Rejection
+from vgpu_extender.domain.reasons import NEUTRAL_WORDING, Reason, Rejection, Wording
 from vgpu_extender.domain.request import ContainerRequest, DeviceSelector, PodRequest
 
 __all__ = [
+    "NEUTRAL_WORDING",
     "AnnotationError",
     "ContainerRequest",
     "Device",
@@ -20,4 +21,5 @@ __all__ = [
     "Reason",
     "Rejection",
     "RequestError",
+    "Wording",
 ]

@@ -2,35 +2,37 @@
 
 from __future__ import annotations
 
-from dataclasses import dataclass
+from collections.abc import Mapping
+from dataclasses import dataclass, field
 from enum import StrEnum
 
 from vgpu_extender.domain.text import without_format_verbs
 
 
 class Reason(StrEnum):
-    """Rejection codes. The value is the stable prefix of the message kube-scheduler shows."""
+    """Rejection codes, the same for every vendor; the words a user reads come from the
+    vendor's ``Wording`` (``Rejection.message``)."""
 
-    UNKNOWN_NODE = "node unregistered"
-    INVENTORY = "no usable device inventory"
-    NO_DEVICES = "no devices"
-    TYPE_MISMATCH = "gpu type mismatch"
-    UUID_MISMATCH = "gpu uuid mismatch"
-    UNHEALTHY = "unhealthy devices"
-    CORDONED = "cordoned devices"
+    UNKNOWN_NODE = "unknown-node"
+    INVENTORY = "inventory"
+    NO_DEVICES = "no-devices"
+    TYPE_MISMATCH = "type-mismatch"
+    UUID_MISMATCH = "uuid-mismatch"
+    UNHEALTHY = "unhealthy"
+    CORDONED = "cordoned"
     #: Devices a running pod's import found over-committed: no new pod until resolved.
-    CONFLICTED = "conflicted devices"
-    NOT_ENOUGH_DEVICES = "not enough gpus"
-    NUMA = "numa mismatch"
-    SLOTS = "insufficient gpu slots"
-    EXCLUSIVE = "exclusive gpu conflict"
-    MEMORY = "insufficient gpumem"
-    CORES = "insufficient gpucores"
+    CONFLICTED = "conflicted"
+    NOT_ENOUGH_DEVICES = "not-enough-devices"
+    NUMA = "numa"
+    SLOTS = "slots"
+    EXCLUSIVE = "exclusive"
+    MEMORY = "memory"
+    CORES = "cores"
     #: A container asking for no cores still needs a device with some compute left.
-    NO_COMPUTE = "no compute left on any GPU"
-    CPU = "insufficient cpu"
-    HOST_MEMORY = "insufficient memory"
-    LABEL = "missing priority label"
+    NO_COMPUTE = "no-compute"
+    CPU = "cpu"
+    HOST_MEMORY = "host-memory"
+    LABEL = "label"
 
 
 #: Reasons after which no amount of preemption can help.
@@ -50,13 +52,53 @@ NEVER_FITS = frozenset(
     }
 )
 
-_UNITS = {
-    Reason.MEMORY: " MiB",
-    Reason.HOST_MEMORY: " MiB",
+#: Reasons whose numbers are an amount needed and the best free ("best free"); the
+#: others count devices ("have").
+MEASURED = frozenset({Reason.MEMORY, Reason.CORES, Reason.CPU, Reason.HOST_MEMORY})
+
+
+@dataclass(frozen=True, slots=True)
+class Wording:
+    """The words of the reasons, as a vendor says them: each reason's text (the stable
+    prefix of the message kube-scheduler shows, and of the metric label) and the unit of
+    its numbers."""
+
+    texts: Mapping[Reason, str]
+    units: Mapping[Reason, str] = field(default_factory=dict)
+
+    def text(self, reason: Reason) -> str:
+        return self.texts[reason]
+
+    def all_texts(self) -> tuple[str, ...]:
+        """Every reason's text, longest first (a prefix match finds the most specific)."""
+        return tuple(sorted(self.texts.values(), key=len, reverse=True))
+
+
+#: The words for any device: what a vendor says where it has no words of its own.
+NEUTRAL_WORDING = Wording(
+    texts={
+        Reason.UNKNOWN_NODE: "node unregistered",
+        Reason.INVENTORY: "no usable device inventory",
+        Reason.NO_DEVICES: "no devices",
+        Reason.TYPE_MISMATCH: "device type mismatch",
+        Reason.UUID_MISMATCH: "device uuid mismatch",
+        Reason.UNHEALTHY: "unhealthy devices",
+        Reason.CORDONED: "cordoned devices",
+        Reason.CONFLICTED: "conflicted devices",
+        Reason.NOT_ENOUGH_DEVICES: "not enough devices",
+        Reason.NUMA: "numa mismatch",
+        Reason.SLOTS: "insufficient device slots",
+        Reason.EXCLUSIVE: "exclusive device conflict",
+        Reason.MEMORY: "insufficient device memory",
+        Reason.CORES: "insufficient compute",
+        Reason.NO_COMPUTE: "no compute left on any device",
+        Reason.CPU: "insufficient cpu",
+        Reason.HOST_MEMORY: "insufficient memory",
+        Reason.LABEL: "missing priority label",
+    },
     # Never a "%": kube-scheduler hands reasons to its event recorder as a format string.
-    Reason.CORES: " percent",
-    Reason.CPU: "m",
-}
+    units={Reason.MEMORY: " MiB", Reason.HOST_MEMORY: " MiB", Reason.CPU: "m"},
+)
 
 
 @dataclass(frozen=True, slots=True)
@@ -75,14 +117,14 @@ class Rejection:
     unresolvable: bool = False
     detail: str = ""
 
-    def message(self) -> str:
-        """The stable text kube-scheduler receives, e.g. ``insufficient gpumem: need 4000
-        MiB, best free 2048 MiB``. Identical rejections give identical strings, so the
-        scheduler's event groups them."""
-        text = self.reason.value
+    def message(self, wording: Wording = NEUTRAL_WORDING) -> str:
+        """The stable text kube-scheduler receives, in the vendor's ``wording``, e.g.
+        ``insufficient gpumem: need 4000 MiB, best free 2048 MiB``. Identical rejections
+        give identical strings, so the scheduler's event groups them."""
+        text = wording.text(self.reason)
         if self.need is not None and self.have is not None:
-            unit = _UNITS.get(self.reason, "")
-            label = "best free" if self.reason in _UNITS else "have"
+            unit = wording.units.get(self.reason, "")
+            label = "best free" if self.reason in MEASURED else "have"
             text = f"{text}: need {self.need}{unit}, {label} {self.have}{unit}"
         if self.detail:
             detail = without_format_verbs(self.detail)

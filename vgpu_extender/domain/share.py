@@ -115,6 +115,8 @@ class ShareModel:
     #: A share already given, from a pod's footprint on a device: what the store
     #: re-checks at bind and on import.
     held: Callable[[DeviceUsage], ShareDemand]
+    #: What a device is called in the reasons' details ("2 gpus on one numa node").
+    noun: str = "device"
 
     def stages_for(self, demand: ShareDemand) -> tuple[Stage, ...]:
         """The stages in force for ``demand``, in order."""

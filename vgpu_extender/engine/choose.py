@@ -220,7 +220,8 @@ def _pick(
         in_use = {r: n for r, n in failures.items() if r is not Reason.UNHEALTHY}
         pool = in_use or failures
         reason = max(pool, key=lambda r: (pool[r], -list(Reason).index(r)))
-        return Rejection(reason, unresolvable=not in_use, detail=f"{len(fitting)} of {k} gpus fit")
+        detail = f"{len(fitting)} of {k} {state.share.noun}s fit"
+        return Rejection(reason, unresolvable=not in_use, detail=detail)
     ordered = ranker(state, container, fitting)
     if numa is None:
         return ordered[:k]
@@ -231,4 +232,5 @@ def _pick(
         group = groups[numa[slot]]
         if len(group) >= k:
             return group[:k]
-    return Rejection(Reason.NUMA, unresolvable=False, detail=f"{k} gpus on one numa node")
+    noun = state.share.noun
+    return Rejection(Reason.NUMA, unresolvable=False, detail=f"{k} {noun}s on one numa node")

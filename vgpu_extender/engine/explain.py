@@ -242,7 +242,7 @@ def _explain_static(
             verdicts.set(pending[hit], reason, k, count[hit], unresolvable=True)
         decided |= hit
     # Enough devices pass every stage, but not on one NUMA node.
-    detail = verdicts.detail_code(f"{k} gpus on one numa node")
+    detail = verdicts.detail_code(f"{k} {index.share.noun}s on one numa node")
     verdicts.set(pending[~decided], Reason.NUMA, unresolvable=True, detail=detail)
 
 
@@ -282,7 +282,8 @@ def _set_type_mismatch(
     for key in np.unique(keys).tolist():
         same = keys == key
         present = sorted({types[t] for t in ids[same][0].tolist() if t >= 0})
-        detail = "; ".join([*wanted, f"node has {', '.join(present) or 'no gpu'}"])
+        nothing = f"no {index.share.noun}"
+        detail = "; ".join([*wanted, f"node has {', '.join(present) or nothing}"])
         verdicts.set(
             where[same],
             Reason.TYPE_MISMATCH,
@@ -366,7 +367,8 @@ def _explain_usage(
     # Could the container ever fit, with every allocation on the node released?
     ever = fits_when_empty(share, total, container, grids.allowed)
     never_fits = np.take(_count(ever, grids.numa, numa_values), at) < k
-    on_k = verdicts.detail_code(f"on {k} gpus" if k > 1 else "")
+    noun = share.noun
+    on_k = verdicts.detail_code(f"on {k} {noun}s" if k > 1 else "")
     consumed = share.consumed(total, container)
     for s, stage in enumerate(stages):
         hit = failing & (first == s)
@@ -384,13 +386,13 @@ def _explain_usage(
             best = _kth_best(offered, before, rows, k, grids.numa, numa_values)
             verdicts.set(where, reason, need, best, unresolvable, on_k)
         elif reason is Reason.NO_COMPUTE:
-            _set_no_compute(verdicts, where, k, counts[s][hit], unresolvable)
+            _set_no_compute(verdicts, where, k, counts[s][hit], unresolvable, noun)
         else:
             verdicts.set(where, reason, k, counts[s][hit], unresolvable)
 
 
 def _set_no_compute(
-    verdicts: Verdicts, where: IntVec, k: int, have: IntVec, unresolvable: IntVec
+    verdicts: Verdicts, where: IntVec, k: int, have: IntVec, unresolvable: IntVec, noun: str
 ) -> None:
     """A container asking no cores: one device short reads as no compute left on any;
     with several devices, how many still have some."""
@@ -399,7 +401,7 @@ def _set_no_compute(
         return
     for count in np.unique(have).tolist():
         same = have == count
-        detail = verdicts.detail_code(f"{count} of {k} gpus have compute left")
+        detail = verdicts.detail_code(f"{count} of {k} {noun}s have compute left")
         verdicts.set(where[same], Reason.NO_COMPUTE, unresolvable=unresolvable[same], detail=detail)
 
 

@@ -21,7 +21,14 @@ from datetime import UTC, datetime
 from typing import Any
 
 from vgpu_extender import store
-from vgpu_extender.domain import DeviceGrant, InventoryError, NodeInventory, Rejection
+from vgpu_extender.domain import (
+    NEUTRAL_WORDING,
+    DeviceGrant,
+    InventoryError,
+    NodeInventory,
+    Rejection,
+    Wording,
+)
 from vgpu_extender.engine import AllocationError, to_extender_scores
 from vgpu_extender.kube import Conflict, KubeClient, KubeError
 from vgpu_extender.kube import objects as kobj
@@ -73,6 +80,8 @@ class WhatIf:
     managed: bool
     fits: list[Placement]
     rejected: dict[str, Rejection]
+    #: The words the rejections are to be read in (the vendor's).
+    wording: Wording = NEUTRAL_WORDING
 
 
 def what_if(
@@ -92,7 +101,9 @@ def what_if(
     with cluster.lock:
         names = list(candidates) if candidates is not None else sorted(cluster.index.node_names())
         if not request.managed:
-            return WhatIf(False, [Placement(name, 0, None) for name in names], {})
+            return WhatIf(
+                False, [Placement(name, 0, None) for name in names], {}, cluster.vendor.wording
+            )
         result = planner.filter(request, names)
         rejected = dict(result.rejections)
         scores = to_extender_scores(planner.scores(request, result.rows)) if result.feasible else []
@@ -108,7 +119,7 @@ def what_if(
                     continue
                 containers = chosen.containers
             fits.append(Placement(node, scores[i], containers))
-    return WhatIf(True, fits, rejected)
+    return WhatIf(True, fits, rejected, cluster.vendor.wording)
 
 
 # --------------------------------------------------------------------------- inventory

@@ -233,7 +233,8 @@ class BindingService:
             chosen = self._cluster.planner.place(request, args.node)
             if not isinstance(chosen, PodAssignment):
                 raise BindError(
-                    f"bind {args.key}: node {args.node} cannot take the pod: {chosen.message()}"
+                    f"bind {args.key}: node {args.node} cannot take the pod: "
+                    f"{chosen.message(self._cluster.vendor.wording)}"
                 )
             return chosen, self._cluster.assume(args.uid, chosen)
 

@@ -18,23 +18,22 @@ from collections.abc import Callable, Mapping
 from dataclasses import dataclass
 from typing import Any
 
-from vgpu_extender.domain import Reason
+from vgpu_extender.domain import Wording
 from vgpu_extender.kube import KubeClient
 from vgpu_extender.services.background import QueueWorker
 from vgpu_extender.services.scheduling import FilterOutcome
 
-#: Reason values, longest first, so a prefix match finds the most specific one.
-_REASONS = sorted((r.value for r in Reason), key=len, reverse=True)
 #: Label for rejections that are not one of ours (decisive mode's "another node...").
 OTHER = "other"
 EVENT_REASON = "FilteringFailed"
 
 
-def reason_of(message: str) -> str:
-    """The stable reason of a rejection message: its ``Reason`` value, else ``other``."""
-    for value in _REASONS:
-        if message.startswith(value):
-            return value
+def reason_of(message: str, wording: Wording) -> str:
+    """The stable reason of a rejection message: its reason's text in ``wording`` (the
+    one it was written in), else ``other``."""
+    for text in wording.all_texts():
+        if message.startswith(text):
+            return text
     return OTHER
 
 
@@ -45,7 +44,7 @@ def rejection_counts(outcome: FilterOutcome) -> Counter[str]:
     by_message.update(outcome.unresolvable.values())
     counts: Counter[str] = Counter()
     for message, n in by_message.items():
-        counts[reason_of(message)] += n
+        counts[reason_of(message, outcome.wording)] += n
     return counts
 
 

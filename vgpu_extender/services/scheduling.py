@@ -15,7 +15,14 @@ from typing import Any
 import numpy as np
 import numpy.typing as npt
 
-from vgpu_extender.domain import PodAssignment, PodRequest, Rejection, RequestError
+from vgpu_extender.domain import (
+    NEUTRAL_WORDING,
+    PodAssignment,
+    PodRequest,
+    Rejection,
+    RequestError,
+    Wording,
+)
 from vgpu_extender.engine import extender_score_vector
 from vgpu_extender.services.cluster import ClusterState
 from vgpu_extender.services.hooks import FilterObserver
@@ -44,12 +51,15 @@ class FilterOutcome:
     failed: dict[str, str] = field(default_factory=dict)
     unresolvable: dict[str, str] = field(default_factory=dict)
     error: str = ""
+    #: The words the reasons are written in (the vendor's).
+    wording: Wording = NEUTRAL_WORDING
 
 
-def _reject(outcome: FilterOutcome, rejections: Mapping[str, Rejection]) -> None:
+def _reject(outcome: FilterOutcome, rejections: Mapping[str, Rejection], wording: Wording) -> None:
+    outcome.wording = wording
     for name, rejection in rejections.items():
         target = outcome.unresolvable if rejection.unresolvable else outcome.failed
-        target[name] = rejection.message()
+        target[name] = rejection.message(wording)
 
 
 class SchedulingService:
@@ -157,7 +167,7 @@ class SchedulingService:
         with self._cluster.lock:
             result = self._cluster.planner.filter(request, candidates)
         outcome = FilterOutcome(feasible=result.feasible)
-        _reject(outcome, result.rejections)
+        _reject(outcome, result.rejections, self._cluster.vendor.wording)
         return outcome
 
     def _filter_one(
@@ -180,7 +190,7 @@ class SchedulingService:
             for name in feasible:
                 if name != chosen:
                     outcome.failed[name] = NOT_CHOSEN
-        _reject(outcome, result.rejections)
+        _reject(outcome, result.rejections, self._cluster.vendor.wording)
         return outcome
 
     def prioritize(

@@ -448,7 +448,7 @@ class SyncService:
             node=exc.node,
             devices=exc.devices,
             held_by=held_by,
-            reason=exc.reason.value if exc.reason is not None else "",
+            reason=self._cluster.vendor.wording.text(exc.reason) if exc.reason is not None else "",
             message=exc.detail,
             since=now,
             seen=now,

@@ -11,7 +11,7 @@ from collections.abc import Iterable, Mapping
 from dataclasses import dataclass
 from typing import Any, Protocol
 
-from vgpu_extender.domain import Device, DeviceGrant, PodAssignment, PodRequest
+from vgpu_extender.domain import Device, DeviceGrant, PodAssignment, PodRequest, Wording
 from vgpu_extender.domain.share import ShareModel
 
 
@@ -43,6 +43,12 @@ class Vendor(Protocol):
     @property
     def share(self) -> ShareModel:
         """How the vendor's devices are shared: the stages a share must pass."""
+        ...
+
+    @property
+    def wording(self) -> Wording:
+        """The words of the reasons a node rejects a pod for, as the vendor's users read
+        them (the HTTP answers, Events and metric labels)."""
         ...
 
     @property

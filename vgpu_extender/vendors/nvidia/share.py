@@ -111,4 +111,5 @@ NVIDIA_SHARE = ShareModel(
     ),
     consumed=_consumed,
     held=_held,
+    noun="gpu",
 )

@@ -5,12 +5,13 @@ from __future__ import annotations
 from collections.abc import Iterable, Mapping
 from typing import Any
 
-from vgpu_extender.domain import Device, DeviceGrant, PodAssignment, PodRequest
+from vgpu_extender.domain import Device, DeviceGrant, PodAssignment, PodRequest, Wording
 from vgpu_extender.domain.share import ShareModel
 from vgpu_extender.vendors.base import AdmissionNames
 from vgpu_extender.vendors.nvidia import allocation_codec, inventory_codec, request
 from vgpu_extender.vendors.nvidia.config import NvidiaConfig
 from vgpu_extender.vendors.nvidia.share import NVIDIA_SHARE
+from vgpu_extender.vendors.nvidia.wording import NVIDIA_WORDING
 
 
 class NvidiaVendor:
@@ -33,6 +34,10 @@ class NvidiaVendor:
     @property
     def share(self) -> ShareModel:
         return NVIDIA_SHARE
+
+    @property
+    def wording(self) -> Wording:
+        return NVIDIA_WORDING
 
     @property
     def admission(self) -> AdmissionNames:
