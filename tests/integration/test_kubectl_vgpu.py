@@ -33,7 +33,7 @@ from tests.support.server import (
     free_port,
     place,
     pod_json,
-    spawn_extender,
+    spawn_tls_demo,
     standalone_settings,
     start_extender,
 )
@@ -244,40 +244,11 @@ def tls_extender(tmp_path_factory: pytest.TempPathFactory) -> Iterator[tuple[str
     """An extender process serving HTTPS with a self-signed certificate for 127.0.0.1."""
     directory = tmp_path_factory.mktemp("kubectl-tls")
     cert, key = self_signed(directory, "tls")
-    process = spawn_extender(
-        env={
-            "VGPU_TLS_CERT": str(cert),
-            "VGPU_TLS_KEY": str(key),
-            "VGPU_DEMO": "true",
-            "VGPU_KUBE_MODE": "off",
-            "VGPU_ADMIN_TOKEN": TOKEN,
-            "VGPU_DATABASE_URL": f"sqlite:///{directory / 'tls.db'}",
-        },
-        log=directory / "extender.log",
-        wait=False,
-    )
-    url = process.url.replace("http://", "https://")
+    process, url = spawn_tls_demo(directory, cert, key, token=TOKEN)
     try:
-        _wait_for_tls(url, cert, process.log)
         yield url, cert
     finally:
         process.stop()
-
-
-def _wait_for_tls(url: str, cert: Path, log: Path) -> None:
-    import ssl
-    import time
-
-    deadline = time.monotonic() + 60
-    context = ssl.create_default_context(cafile=cert)
-    while time.monotonic() < deadline:
-        try:
-            if httpx.get(f"{url}/healthz", verify=context, timeout=5).status_code == 200:
-                return
-        except httpx.HTTPError:
-            pass
-        time.sleep(0.2)  # not ready, or not answering yet
-    raise RuntimeError(f"the TLS extender did not answer:\n{log.read_text()}")
 
 
 def test_tls_with_the_ca(tls_extender: tuple[str, Path]) -> None:

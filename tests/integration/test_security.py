@@ -10,7 +10,6 @@ certificate made for the test.
 from __future__ import annotations
 
 import ssl
-import time
 from collections.abc import Iterator
 from pathlib import Path
 from typing import Any
@@ -23,7 +22,7 @@ from tests.support.server import (
     StartExtender,
     args,
     pod_json,
-    spawn_extender,
+    spawn_tls_demo,
     standalone_settings,
     start_extender,
 )
@@ -197,24 +196,11 @@ def certificate(tmp_path_factory: pytest.TempPathFactory) -> tuple[Path, Path]:
 
 def test_every_endpoint_answers_over_tls(certificate: tuple[Path, Path], tmp_path: Path) -> None:
     cert, key = certificate
-    process = spawn_extender(
-        env={
-            "VGPU_TLS_CERT": str(cert),
-            "VGPU_TLS_KEY": str(key),
-            "VGPU_DEMO": "true",
-            "VGPU_KUBE_MODE": "off",
-            "VGPU_ADMIN_TOKEN": TOKEN,
-            "VGPU_DATABASE_URL": f"sqlite:///{tmp_path / 'tls.db'}",
-        },
-        log=tmp_path / "extender.log",
-        wait=False,
-    )
-    url = process.url.replace("http://", "https://")
+    process, url = spawn_tls_demo(tmp_path, cert, key, token=TOKEN)
     try:
         with httpx.Client(
             base_url=url, verify=ssl.create_default_context(cafile=cert), timeout=30
         ) as client:
-            _wait_for(client, process.log)
             for path in READS:
                 assert _answered(client.get(path, headers=AUTH)), path
             pod = pod_json("p", mem=1000)
@@ -235,17 +221,3 @@ def test_every_endpoint_answers_over_tls(certificate: tuple[Path, Path], tmp_pat
             plain.get(f"{process.url}/healthz")  # plain HTTP on the TLS port is refused
     finally:
         process.stop()
-
-
-def _wait_for(client: httpx.Client, log: Path) -> None:
-    """Until the extender answers (it starts in another process)."""
-    deadline = time.monotonic() + 60
-    while True:
-        try:
-            if client.get("/healthz").status_code == 200:
-                return
-        except httpx.TransportError:
-            pass
-        if time.monotonic() > deadline:
-            pytest.fail(f"the extender never answered over TLS:\n{log.read_text()}")
-        time.sleep(0.1)

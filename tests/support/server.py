@@ -10,6 +10,7 @@ from __future__ import annotations
 import os
 import signal
 import socket
+import ssl
 import subprocess
 import sys
 import threading
@@ -322,6 +323,45 @@ def spawn_extender(
     if wait:
         running.wait_ready()
     return running
+
+
+def spawn_tls_demo(
+    directory: Path, cert: Path, key: Path, *, token: str
+) -> tuple[ExtenderProcess, str]:
+    """The demo extender in a process serving HTTPS with ``cert`` (standalone, SQLite in
+    ``directory``, the admin ``token``), once it answers: the process and its URL."""
+    process = spawn_extender(
+        env={
+            "VGPU_TLS_CERT": str(cert),
+            "VGPU_TLS_KEY": str(key),
+            "VGPU_DEMO": "true",
+            "VGPU_KUBE_MODE": "off",
+            "VGPU_ADMIN_TOKEN": token,
+            "VGPU_DATABASE_URL": f"sqlite:///{directory / 'tls.db'}",
+        },
+        log=directory / "extender.log",
+        wait=False,
+    )
+    url = process.url.replace("http://", "https://")
+    try:
+        _wait_https(url, cert, process.log)
+    except BaseException:
+        process.stop()
+        raise
+    return process, url
+
+
+def _wait_https(url: str, cert: Path, log: Path, timeout_s: float = 60.0) -> None:
+    verify = ssl.create_default_context(cafile=cert)
+    deadline = time.monotonic() + timeout_s
+    while time.monotonic() < deadline:
+        try:
+            if httpx.get(f"{url}/healthz", verify=verify, timeout=5).status_code == 200:
+                return
+        except httpx.HTTPError:
+            pass
+        time.sleep(0.2)  # not ready, or not answering yet
+    raise RuntimeError(f"the extender never answered over TLS:\n{log.read_text()}")
 
 
 def args_body_probe() -> dict[str, Any]:
