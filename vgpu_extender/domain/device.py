@@ -5,6 +5,10 @@ from __future__ import annotations
 from collections.abc import Mapping
 from dataclasses import dataclass, field
 
+#: A vendor's own facts about a device, as (key, value) pairs sorted by key (HAMi's
+#: ``custominfo``, e.g. Ascend's ``NetworkID``): hashable, and compared by value.
+CustomInfo = tuple[tuple[str, int | float | str | bool], ...]
+
 DEFAULT_MODE = "hami-core"
 
 
@@ -27,6 +31,14 @@ class Device:
     mode: str = DEFAULT_MODE
     healthy: bool = True
     vendor: str = "NVIDIA"
+    custom_info: CustomInfo = ()
+
+    def custom(self, key: str) -> int | float | str | bool | None:
+        """One of the vendor's own facts about the device, or None."""
+        for name, value in self.custom_info:
+            if name == key:
+                return value
+        return None
 
 
 @dataclass(frozen=True, slots=True)

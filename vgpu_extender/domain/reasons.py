@@ -30,6 +30,11 @@ class Reason(StrEnum):
     CORES = "cores"
     #: A container asking for no cores still needs a device with some compute left.
     NO_COMPUTE = "no-compute"
+    #: The pod asks for a way of sharing (Ascend's ``hami-core``) the device is not in.
+    MODE_MISMATCH = "mode-mismatch"
+    #: Enough devices fit one by one, but no set of them meets the vendor's topology rule
+    #: (Ascend 910C's whole modules).
+    COMBINATION = "combination"
     CPU = "cpu"
     HOST_MEMORY = "host-memory"
     LABEL = "label"
@@ -48,6 +53,7 @@ NEVER_FITS = frozenset(
         Reason.CONFLICTED,
         Reason.NOT_ENOUGH_DEVICES,
         Reason.NUMA,
+        Reason.MODE_MISMATCH,
         Reason.LABEL,
     }
 )
@@ -92,6 +98,8 @@ NEUTRAL_WORDING = Wording(
         Reason.MEMORY: "insufficient device memory",
         Reason.CORES: "insufficient compute",
         Reason.NO_COMPUTE: "no compute left on any device",
+        Reason.MODE_MISMATCH: "device mode mismatch",
+        Reason.COMBINATION: "no device combination fits",
         Reason.CPU: "insufficient cpu",
         Reason.HOST_MEMORY: "insufficient memory",
         Reason.LABEL: "missing priority label",

@@ -14,6 +14,14 @@ class ContainerRequest:
     ``memory_percent`` percent of the device's memory) and ``cores`` percent of its
     compute. ``cores == 100`` asks for the device exclusively. A container with
     ``count == 0`` asks for nothing but keeps its position in the annotations.
+
+    ``vendor`` is the vendor word of the devices asked for (a device's ``vendor``, HAMi's
+    ``CommonWord``); empty asks for devices of any vendor the index holds (a set of one
+    vendor). ``mode`` is the way of sharing the pod asks for, where a vendor has several
+    (Ascend's ``hami-core``); empty takes the device's. ``also`` holds this container's
+    asks of other vendors (HAMi lets one container ask for NVIDIA and Ascend at once):
+    each is one more share of its own vendor's devices, written into that vendor's
+    annotations at the same container position.
     """
 
     name: str
@@ -23,12 +31,20 @@ class ContainerRequest:
     cores: int = 0
     init: bool = False
     priority: int | None = None
+    vendor: str = ""
+    mode: str = ""
+    also: tuple[ContainerRequest, ...] = ()
     #: Allocation slots one share takes on each of its devices.
     slots: ClassVar[int] = 1
 
     @property
     def wants_devices(self) -> bool:
         return self.count > 0
+
+    @property
+    def asks(self) -> tuple[ContainerRequest, ...]:
+        """Every ask of this container, one per vendor: itself, then ``also``."""
+        return (self, *self.also) if self.also else (self,)
 
     @property
     def exclusive(self) -> bool:
@@ -101,12 +117,19 @@ class PodRequest:
     @property
     def managed(self) -> bool:
         """True when the pod asks for at least one managed device."""
-        return any(c.count > 0 for c in self.containers)
+        return any(ask.count > 0 for c in self.containers for ask in c.asks)
 
     @property
     def device_containers(self) -> tuple[ContainerRequest, ...]:
-        return tuple(c for c in self.containers if c.count > 0)
+        """Every ask for devices, container by container (a container asking two vendors
+        gives two)."""
+        return tuple(ask for c in self.containers for ask in c.asks if ask.count > 0)
+
+    @property
+    def vendors(self) -> tuple[str, ...]:
+        """The vendor words the pod asks for, in order of first ask."""
+        return tuple(dict.fromkeys(ask.vendor for ask in self.device_containers))
 
     @property
     def max_count(self) -> int:
-        return max((c.count for c in self.containers), default=0)
+        return max((ask.count for c in self.containers for ask in c.asks), default=0)

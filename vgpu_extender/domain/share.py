@@ -16,11 +16,12 @@ shape or a bool.
 
 from __future__ import annotations
 
-from collections.abc import Callable
+from collections.abc import Callable, Sequence
 from dataclasses import dataclass
 from typing import Any, NamedTuple, Protocol
 
 from vgpu_extender.domain.assignment import DeviceUsage
+from vgpu_extender.domain.device import Device
 from vgpu_extender.domain.reasons import Reason
 
 
@@ -72,6 +73,11 @@ class ShareDemand(Protocol):
         ...
 
 
+#: A vendor's rule for which devices of a node one container takes together:
+#: ``(fitting, count)``, where ``fitting`` are the devices one share fits on, in the
+#: device policy's order, to the positions in ``fitting`` to take, or None when no
+#: combination of them is acceptable (``Reason.COMBINATION``).
+PickRule = Callable[[Sequence[Device], int], "tuple[int, ...] | None"]
 #: A stage's test: ``(free, total, demand)`` to a bool, or a mask over the grid.
 StageTest = Callable[[CapacityView, CapacityView, ShareDemand], Any]
 #: The store's words for a stage failed at bind: ``(where, used, total, demand)``, where
@@ -117,6 +123,9 @@ class ShareModel:
     held: Callable[[DeviceUsage], ShareDemand]
     #: What a device is called in the reasons' details ("2 gpus on one numa node").
     noun: str = "device"
+    #: Which fitting devices a container of several takes (topology); None: the first
+    #: ``count`` in the device policy's order.
+    pick: PickRule | None = None
 
     def stages_for(self, demand: ShareDemand) -> tuple[Stage, ...]:
         """The stages in force for ``demand``, in order."""

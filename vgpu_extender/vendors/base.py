@@ -93,6 +93,11 @@ class Vendor(Protocol):
         """The inventory annotation value, exactly as the vendor's node agent writes it."""
         ...
 
+    def decode_node(self, annotations: Mapping[str, str]) -> tuple[Device, ...] | None:
+        """This vendor's devices on a node, from the node's annotations; None when the node
+        carries no inventory of this vendor. Raises ``InventoryError`` on a bad one."""
+        ...
+
     def decode_cordon(self, value: str) -> frozenset[str]:
         """Cordoned device UUIDs from the cordon annotation."""
         ...

@@ -79,6 +79,10 @@ class NvidiaVendor:
     def decode_inventory(self, value: str) -> tuple[Device, ...]:
         return inventory_codec.decode_inventory(value, vendor=self._config.vendor_word)
 
+    def decode_node(self, annotations: Mapping[str, str]) -> tuple[Device, ...] | None:
+        value = annotations.get(self._config.register_annotation)
+        return None if value is None else self.decode_inventory(value)
+
     def encode_inventory(self, devices: Iterable[Device]) -> str:
         return inventory_codec.encode_inventory(devices)
 
