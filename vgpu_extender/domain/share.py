@@ -145,3 +145,32 @@ class HeldShare:
 
     def memory_on(self, device_memory_mib: Any) -> Any:
         return self.memory_mib
+
+
+@dataclass(frozen=True, slots=True)
+class ShareModels:
+    """The share model of each vendor a process serves, by vendor word (a device's
+    ``vendor``): what the engine and the store evaluate for a device or an ask.
+
+    ``default`` answers for a word with no model of its own (an ask with no vendor word,
+    a device registered by a vendor the process does not serve).
+    """
+
+    default: ShareModel
+    by_vendor: tuple[tuple[str, ShareModel], ...] = ()
+
+    def of(self, vendor: str) -> ShareModel:
+        """The share model for devices (or an ask) of ``vendor``."""
+        for word, model in self.by_vendor:
+            if word == vendor:
+                return model
+        return self.default
+
+    @property
+    def single(self) -> bool:
+        """Whether every vendor shares its devices by the one (default) model."""
+        return all(model is self.default for _, model in self.by_vendor)
+
+    @classmethod
+    def one(cls, model: ShareModel) -> ShareModels:
+        return cls(default=model)

@@ -116,6 +116,10 @@ class Vendor(Protocol):
         """
         ...
 
-    def bind_annotations(self, assignment: PodAssignment, *, bind_time: int) -> dict[str, str]:
-        """The annotations the pod gets at bind (carried by the Binding), for the node agent."""
+    def bind_annotations(
+        self, assignment: PodAssignment, *, bind_time: int, request: PodRequest | None = None
+    ) -> dict[str, str]:
+        """The annotations the pod gets at bind (carried by the Binding), for the node agent;
+        ``request`` is the pod's, for a vendor whose annotations depend on what it asked
+        (Ascend's sharing mode)."""
         ...

@@ -97,7 +97,9 @@ class NvidiaVendor:
     ) -> tuple[tuple[DeviceGrant, ...], ...]:
         return allocation_codec.decode_assignment(value, init=init)
 
-    def bind_annotations(self, assignment: PodAssignment, *, bind_time: int) -> dict[str, str]:
+    def bind_annotations(
+        self, assignment: PodAssignment, *, bind_time: int, request: PodRequest | None = None
+    ) -> dict[str, str]:
         return allocation_codec.bind_annotations(
             assignment, bind_time=bind_time, config=self._config
         )
