@@ -25,6 +25,7 @@ _ROW = {
     "pod_name": "p",
     "node": "node-a",
     "device_uuid": "GPU-a0",
+    "vendor": "NVIDIA",
     "container_index": 0,
     "init": True,
     "memory_mib": 10,

@@ -32,7 +32,14 @@ from vgpu_extender.domain import (
     Reason,
     RequestError,
 )
-from vgpu_extender.domain.share import Capacity, HeldShare, ShareDemand, ShareModel, Stage
+from vgpu_extender.domain.share import (
+    Capacity,
+    HeldShare,
+    ShareDemand,
+    ShareModel,
+    ShareModels,
+    Stage,
+)
 from vgpu_extender.kube.real import RealKubeClient
 from vgpu_extender.store.capacity import find_misfit
 from vgpu_extender.vendors import AdmissionNames
@@ -246,7 +253,7 @@ def test_the_store_rechecks_a_bind_by_the_vendors_own_table() -> None:
             cordoned=frozenset(),
             committed=committed,
             assignment=PodAssignment("n", ((grant,),)),
-            share=share,
+            shares=ShareModels.one(share),
         )
 
     refused = misfit(3000, WIDGET_SHARE)

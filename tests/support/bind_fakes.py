@@ -202,7 +202,7 @@ class FakeBindStore:
             cordoned=node.cordoned,
             committed=committed_usage(held),
             assignment=assignment,
-            share=self._cluster.index.share,
+            shares=self._cluster.index.shares,
         )
         if misfit is None:
             return None

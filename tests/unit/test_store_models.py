@@ -103,6 +103,7 @@ def _row(index: int, uuid: str, *, init: bool = False, row_id: int = 0) -> Alloc
         pod_uid="p",
         node="n",
         device_uuid=uuid,
+        vendor="NVIDIA",
         container_index=index,
         init=init,
         memory_mib=100 * (index + 1),
@@ -133,7 +134,7 @@ def _row(index: int, uuid: str, *, init: bool = False, row_id: int = 0) -> Alloc
     ],
 )
 def test_assignment_of_rows(rows: list[AllocationModel], expected: PodAssignment) -> None:
-    assert assignment_of(rows, {}) == expected
+    assert assignment_of(rows) == expected
 
 
 def test_store_operation_names_the_operation() -> None:

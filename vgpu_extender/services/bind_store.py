@@ -44,7 +44,7 @@ class SqlBindStore:
     ) -> list[store.StoreError | None]:
         def write(connection: Connection) -> list[store.StoreError | None]:
             refusals = store.reserve_all(
-                connection, reservations, now=self._clock(), share=self._cluster.index.share
+                connection, reservations, now=self._clock(), shares=self._cluster.index.shares
             )
             if bound:
                 written = _written(reservations, refusals)

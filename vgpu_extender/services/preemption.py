@@ -204,7 +204,7 @@ class PreemptionService:
         scratch = ClusterIndex(
             initial_nodes=1,
             initial_slots=max(1, len(inventory.devices)),
-            share=self._cluster.index.share,
+            shares=self._cluster.index.shares,
         )
         scratch.upsert_node(inventory)
         for uid, assignment in held:

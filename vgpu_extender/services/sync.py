@@ -413,7 +413,7 @@ class SyncService:
                     name=kobj.name(pod),
                     assignment=assignment,
                     now=self._clock(),
-                    share=self._cluster.index.share,
+                    shares=self._cluster.index.shares,
                 )
         except store.AlreadyAllocated:
             # Recorded by another replica: the index learns it from the store.

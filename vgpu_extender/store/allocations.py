@@ -168,16 +168,13 @@ def live_allocations(
 @store_operation("assignments")
 def assignments(session: Session, *, node: str | None = None) -> dict[str, StoredPod]:
     """Every live pod's assignment and metadata, keyed by pod uid (to rebuild the index)."""
+    # Each row carries its grant's vendor word; the join only keeps out a row whose
+    # device is gone (none while the foreign key cascades), as it always has.
     query = (
-        select(AllocationModel, DeviceModel.vendor)
+        select(AllocationModel)
         .join(DeviceModel, DeviceModel.uuid == AllocationModel.device_uuid)
         .where(AllocationModel.state.in_(LIVE_STATES))
     )
     if node is not None:
         query = query.where(AllocationModel.node == node)
-    rows = []
-    vendors: dict[str, str] = {}
-    for row, vendor in session.execute(query):
-        rows.append(row)
-        vendors[row.device_uuid] = vendor
-    return stored_pods(rows, vendors)
+    return stored_pods(session.scalars(query))

@@ -3,9 +3,10 @@
 The engine decides placements from its in-memory index; this check runs inside the
 store transaction that holds the node's lock, against what is really committed, so
 that two binds racing on one node can never over-allocate a device. It is pure: after
-health and cordons it evaluates the vendor's stage table (``engine.rules``), the one
-the engine placed the pod by, on each device's committed usage, in the words the vendor
-gives each stage. An import (a pod already running on its devices) is checked for
+health and cordons it evaluates, on each device's committed usage, the stage table
+(``engine.rules``) of that device's own vendor (its ``vendor`` word looked up in the
+``ShareModels``), the one the engine placed the pod by, in the words the vendor gives
+each stage. An import (a pod already running on its devices) is checked for
 over-commitment only: ``find_overcommits``.
 """
 
@@ -16,9 +17,12 @@ from dataclasses import dataclass, replace
 from typing import NamedTuple
 
 from vgpu_extender.domain import Device, DeviceGrant, DeviceUsage, PodAssignment, Reason
-from vgpu_extender.domain.share import Capacity, ShareModel
+from vgpu_extender.domain.share import Capacity, ShareModels
 from vgpu_extender.engine.rules import misfit_on_device
 from vgpu_extender.vendors.registry import DEFAULT_SHARE
+
+#: Every device by the default vendor's model, for callers that serve one vendor.
+DEFAULT_SHARES = ShareModels.one(DEFAULT_SHARE)
 
 
 @dataclass(frozen=True, slots=True)
@@ -108,13 +112,19 @@ def find_misfit(
     cordoned: frozenset[str],
     committed: Mapping[str, DeviceUsage],
     assignment: PodAssignment,
-    share: ShareModel = DEFAULT_SHARE,
+    shares: ShareModels = DEFAULT_SHARES,
 ) -> Misfit | None:
     """The first device on which ``assignment`` does not fit, or None when it all fits."""
     empty = DeviceUsage(0, 0, 0)
     for uuid, want in assignment.footprint().items():
         misfit = _device_misfit(
-            share, node, uuid, devices.get(uuid), uuid in cordoned, committed.get(uuid, empty), want
+            shares,
+            node,
+            uuid,
+            devices.get(uuid),
+            uuid in cordoned,
+            committed.get(uuid, empty),
+            want,
         )
         if misfit is not None:
             return misfit
@@ -127,7 +137,7 @@ def find_overcommits(
     devices: Mapping[str, Device],
     committed: Mapping[str, DeviceUsage],
     assignment: PodAssignment,
-    share: ShareModel = DEFAULT_SHARE,
+    shares: ShareModels = DEFAULT_SHARES,
 ) -> list[Misfit]:
     """Every device on which a pod already running there (an import) does not fit
     beside what is committed, by ``find_misfit``'s rules less health and cordons: those
@@ -138,14 +148,14 @@ def find_overcommits(
         device = devices.get(uuid)
         if device is not None and not device.healthy:
             device = replace(device, healthy=True)
-        misfit = _device_misfit(share, node, uuid, device, False, committed.get(uuid, empty), want)
+        misfit = _device_misfit(shares, node, uuid, device, False, committed.get(uuid, empty), want)
         if misfit is not None:
             found.append(misfit)
     return found
 
 
 def _device_misfit(
-    share: ShareModel,
+    shares: ShareModels,
     node: str,
     uuid: str,
     device: Device | None,
@@ -160,6 +170,7 @@ def _device_misfit(
         return Misfit(Reason.UNHEALTHY, uuid, f"{where} is unhealthy")
     if cordoned:
         return Misfit(Reason.CORDONED, uuid, f"{where} is cordoned")
+    share = shares.of(device.vendor)
     failed = misfit_on_device(
         share,
         where,

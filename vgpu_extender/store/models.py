@@ -17,6 +17,7 @@ from sqlalchemy import (
     MetaData,
     String,
     UniqueConstraint,
+    text,
 )
 from sqlalchemy.orm import DeclarativeBase, Mapped, mapped_column, relationship
 
@@ -87,6 +88,8 @@ class DeviceModel(Base):
     numa: Mapped[int]
     mode: Mapped[str] = mapped_column(String(64))
     healthy: Mapped[bool]
+    #: The vendor's own facts about the device (``Device.custom_info``) as a JSON object.
+    custom_info: Mapped[dict[str, Any]] = mapped_column(server_default=text("'{}'"))
 
     node: Mapped[NodeModel] = relationship(back_populates="devices")
 
@@ -94,8 +97,10 @@ class DeviceModel(Base):
 class AllocationModel(Base):
     """One container's grant on one device.
 
-    ``init`` marks init containers, whose grants collapse (they run one at a time)
-    when a pod's footprint on a device is computed.
+    ``vendor`` is the vendor word of the grant (its device's, when it was written): the
+    grant keeps it whatever the device registers as later. ``init`` marks init
+    containers, whose grants collapse (they run one at a time) when a pod's footprint
+    on a device is computed.
     """
 
     __tablename__ = "allocations"
@@ -117,6 +122,7 @@ class AllocationModel(Base):
     device_uuid: Mapped[str] = mapped_column(
         ForeignKey("devices.uuid", ondelete="CASCADE"), index=True
     )
+    vendor: Mapped[str] = mapped_column(String(64))
     container_index: Mapped[int]
     init: Mapped[bool]
     memory_mib: Mapped[int]

@@ -19,7 +19,7 @@ from vgpu_extender.store.database import begin_immediate
 from vgpu_extender.store.errors import StoreConflict, store_operation
 from vgpu_extender.store.limits import clip_problem
 from vgpu_extender.store.models import Base, DeviceModel, NodeModel
-from vgpu_extender.store.nodes import _validate
+from vgpu_extender.store.nodes import _validate, custom_info_column
 
 _nodes = Base.metadata.tables["nodes"]
 _devices = Base.metadata.tables["devices"]
@@ -105,6 +105,7 @@ def insert_new_nodes(
             "numa": device.numa,
             "mode": device.mode,
             "healthy": device.healthy,
+            "custom_info": custom_info_column(device),
         }
         for inventory in fresh
         for device in inventory.devices

@@ -77,6 +77,12 @@ def _copy_device(row: DeviceModel, device: Device) -> None:
     row.numa = device.numa
     row.mode = device.mode
     row.healthy = device.healthy
+    row.custom_info = custom_info_column(device)
+
+
+def custom_info_column(device: Device) -> dict[str, int | float | str | bool]:
+    """The device's custom info as its JSON column keeps it: an object by key."""
+    return dict(device.custom_info)
 
 
 @store_operation("upsert node")
@@ -202,6 +208,8 @@ def _to_device(row: DeviceModel) -> Device:
         mode=row.mode,
         healthy=row.healthy,
         vendor=row.vendor,
+        # JSON keeps ints and floats apart; the domain wants the pairs sorted by key.
+        custom_info=tuple(sorted(row.custom_info.items())),
     )
 
 

@@ -24,6 +24,7 @@ from sqlalchemy import (
     Boolean,
     Connection,
     Integer,
+    String,
     and_,
     bindparam,
     cast,
@@ -37,9 +38,10 @@ from sqlalchemy.sql import ClauseElement
 from sqlalchemy.sql.elements import BindParameter
 
 from vgpu_extender.domain import Device, DeviceGrant, PodAssignment, Reason
-from vgpu_extender.domain.share import ShareModel
+from vgpu_extender.domain.share import ShareModels
 from vgpu_extender.store import driver
 from vgpu_extender.store.capacity import (
+    DEFAULT_SHARES,
     HeldGrant,
     committed_by_grants,
     find_misfit,
@@ -55,10 +57,9 @@ from vgpu_extender.store.errors import (
     name_operation,
     store_operation,
 )
-from vgpu_extender.store.limits import check_pod
+from vgpu_extender.store.limits import GRANT_VENDOR, check_length, check_pod
 from vgpu_extender.store.models import Base
 from vgpu_extender.store.records import LIVE_STATES, AllocationState
-from vgpu_extender.vendors.registry import DEFAULT_SHARE
 
 # Every bind runs these, so they are plain Core statements on the tables, compiled once
 # per dialect and run as the driver's SQL (``store.driver``): no ORM objects to hydrate,
@@ -71,11 +72,12 @@ _d = _devices.c
 _RELEASED = AllocationState.RELEASED.value
 _NO_INT = cast(null(), Integer)
 _NO_BOOL = cast(null(), Boolean)
+_NO_TEXT = cast(null(), String)
 _LIVE: list[BindParameter[str]] = [
     bindparam(f"live_{i}", state) for i, state in enumerate(LIVE_STATES)
 ]
 _INSERTED = (
-    "pod_uid", "namespace", "pod_name", "node", "device_uuid", "container_index", "init",
+    "pod_uid", "namespace", "pod_name", "node", "device_uuid", "vendor", "container_index", "init",
     "memory_mib", "cores", "state", "created_at", "updated_at", "bound_at", "released_at",
 )  # fmt: skip
 
@@ -97,7 +99,7 @@ def _devices_and_held_statement(uuid_count: int, pod_count: int) -> ClauseElemen
     pods: list[BindParameter[str]] = [bindparam(f"pod_{i}") for i in range(pod_count)]
     return union_all(
         select(
-            _d.uuid, _d.count, _d.memory_mib, _d.cores, _d.healthy,
+            _d.uuid, _d.count, _d.memory_mib, _d.cores, _d.healthy, _d.vendor,
             _a.pod_uid, _a.node, _a.init, _a.memory_mib, _a.cores, _a.state,
         )
         .select_from(
@@ -105,7 +107,7 @@ def _devices_and_held_statement(uuid_count: int, pod_count: int) -> ClauseElemen
         )
         .where(_d.node_id == bindparam("node_id"), _d.uuid.in_(uuids)),
         select(
-            _a.device_uuid, _NO_INT, _NO_INT, _NO_INT, _NO_BOOL,
+            _a.device_uuid, _NO_INT, _NO_INT, _NO_INT, _NO_BOOL, _NO_TEXT,
             _a.pod_uid, _a.node, _a.init, _a.memory_mib, _a.cores, _a.state,
         ).where(_a.pod_uid.in_(pods)),
     )  # fmt: skip
@@ -131,6 +133,8 @@ def _insert_statement() -> ClauseElement:
 
 @dataclass(frozen=True, slots=True)
 class _Grant:
+    #: Where the grant is in the assignment (``assignment.containers[position]``).
+    position: int
     container_index: int
     init: bool
     grant: DeviceGrant
@@ -178,12 +182,13 @@ def _grants(
                     value=grant.uuid,
                 )
             seen.add(grant.uuid)
+            check_length(grant.vendor, field=f"{where}.vendor", limit=GRANT_VENDOR)
             for field, value in (("memory_mib", grant.memory_mib), ("cores", grant.cores)):
                 if value < 0:
                     raise StoreInputError(
                         f"grant on {grant.uuid} is negative", field=f"{where}.{field}", value=value
                     )
-            grants.append(_Grant(indices[position], assignment.is_init(position), grant))
+            grants.append(_Grant(position, indices[position], assignment.is_init(position), grant))
     if not grants:
         raise StoreInputError(
             "assignment grants no device", field="assignment.containers", value=()
@@ -246,7 +251,7 @@ def _read_node_state(
     values.update((f"uuid_{i}", uuid) for i, uuid in enumerate(uuid_list))
     values.update((f"pod_{i}", uid) for i, uid in enumerate(pod_list))
     rows = driver.fetch_all(connection, statement, values)
-    for uuid, count, memory, cores, healthy, uid, on_node, init, used, busy, state in rows:
+    for uuid, count, memory, cores, healthy, vendor, uid, on_node, init, used, busy, state in rows:
         if count is None:  # one of the pods' own rows
             if state == _RELEASED:
                 released.add(uid)
@@ -255,7 +260,12 @@ def _read_node_state(
             continue
         if uuid not in devices:
             devices[uuid] = Device(
-                uuid=uuid, count=count, memory_mib=memory, cores=cores, healthy=healthy
+                uuid=uuid,
+                count=count,
+                memory_mib=memory,
+                cores=cores,
+                healthy=healthy,
+                vendor=vendor,
             )
         if uid is not None:  # None: a device nothing is granted on
             held.append(HeldGrant(uid, uuid, init, used, busy))
@@ -273,14 +283,14 @@ def _unusable(node: _LockedNode) -> StoreConflict | None:
 
 
 def _misfit(
-    share: ShareModel,
+    shares: ShareModels,
     node: _LockedNode,
     assignment: PodAssignment,
     devices: dict[str, Device],
     held: list[HeldGrant],
 ) -> StoreConflict | None:
     misfit = find_misfit(
-        share=share,
+        shares=shares,
         node=node.name,
         devices=devices,
         cordoned=node.cordoned,
@@ -290,6 +300,21 @@ def _misfit(
     if misfit is None:
         return None
     return StoreConflict(misfit.message, reason=misfit.reason, node=node.name, device=misfit.device)
+
+
+def _vendor_mismatch(grants: list[_Grant], devices: dict[str, Device]) -> StoreInputError | None:
+    """A grant that names another vendor than its device's row: the row keeps the
+    grant's word, which must be the device's (an unknown device is the fit's to name)."""
+    for item in grants:
+        device = devices.get(item.grant.uuid)
+        if device is not None and item.grant.vendor != device.vendor:
+            return StoreInputError(
+                f"grant on device {device.uuid} names vendor {item.grant.vendor!r}; "
+                f"the device is {device.vendor!r}",
+                field=f"assignment.containers[{item.position}].vendor",
+                value=item.grant.vendor,
+            )
+    return None
 
 
 def _check_devices_known(node: _LockedNode, grants: list[_Grant], state: _NodeState) -> None:
@@ -348,6 +373,7 @@ def _write(
                 "pod_name": rows.pod.name,
                 "node": rows.pod.assignment.node,
                 "device_uuid": item.grant.uuid,
+                "vendor": item.grant.vendor,
                 "container_index": item.container_index,
                 "init": item.init,
                 "memory_mib": item.grant.memory_mib,
@@ -381,7 +407,7 @@ def reserve_all(
     reservations: Sequence[Reservation],
     *,
     now: datetime | None = None,
-    share: ShareModel = DEFAULT_SHARE,
+    shares: ShareModels = DEFAULT_SHARES,
 ) -> list[StoreError | None]:
     """Reserve several pods' assignments on one node, in order, inside the caller's
     transaction.
@@ -421,14 +447,15 @@ def reserve_all(
             outcomes.append(rows)
             continue
         uid = rows.pod.pod_uid
-        refusal: StoreConflict | None
+        refusal: StoreError | None
         if any(earlier.pod.pod_uid == uid for earlier in accepted):
             refusal = AlreadyAllocated(uid, node=node.name, state=AllocationState.RESERVED.value)
         else:
             refusal = (
                 state.already_allocated(uid)
                 or unusable
-                or _misfit(share, node, rows.pod.assignment, state.devices, held)
+                or _vendor_mismatch(rows.grants, state.devices)
+                or _misfit(shares, node, rows.pod.assignment, state.devices, held)
             )
         if refusal is not None:
             outcomes.append(name_operation(refusal, "reserve"))
@@ -453,7 +480,7 @@ def reserve(
     assignment: PodAssignment,
     container_indices: Sequence[int] | None = None,
     now: datetime | None = None,
-    share: ShareModel = DEFAULT_SHARE,
+    shares: ShareModels = DEFAULT_SHARES,
 ) -> None:
     """Reserve ``assignment`` for the pod, inside the caller's transaction.
 
@@ -464,7 +491,7 @@ def reserve(
     unless everything fits.
     """
     pod = Reservation(pod_uid, namespace, name, assignment, container_indices)
-    (refusal,) = reserve_all(session, [pod], now=now, share=share)
+    (refusal,) = reserve_all(session, [pod], now=now, shares=shares)
     if refusal is not None:
         raise refusal
 
@@ -479,7 +506,7 @@ def import_assignment(
     assignment: PodAssignment,
     container_indices: Sequence[int] | None = None,
     now: datetime | None = None,
-    share: ShareModel = DEFAULT_SHARE,
+    shares: ShareModels = DEFAULT_SHARES,
 ) -> None:
     """Record, as bound, an assignment a pod already runs with (found in its annotations).
 
@@ -503,8 +530,11 @@ def import_assignment(
     if already is not None:
         raise already
     _check_devices_known(node, rows.grants, state)
+    mismatch = _vendor_mismatch(rows.grants, state.devices)
+    if mismatch is not None:
+        raise mismatch
     misfits = find_overcommits(
-        share=share,
+        shares=shares,
         node=node.name,
         devices=state.devices,
         committed=committed_by_grants(state.held),

@@ -2,7 +2,7 @@
 
 from __future__ import annotations
 
-from collections.abc import Iterable, Mapping
+from collections.abc import Iterable
 from itertools import groupby
 
 from vgpu_extender.domain import DeviceGrant, PodAssignment
@@ -29,22 +29,21 @@ def to_allocation(row: AllocationModel) -> Allocation:
     )
 
 
-def assignment_of(rows: list[AllocationModel], vendors: Mapping[str, str]) -> PodAssignment:
+def assignment_of(rows: list[AllocationModel]) -> PodAssignment:
     """Rebuild one pod's assignment from its rows.
 
     Positions are container indices; a container without grants between two with
     grants gets an empty tuple, trailing ones are not recorded. Init flags are kept
     only when some container is an init container (otherwise ``init`` is empty, as
-    the engine builds it).
+    the engine builds it). Each grant keeps the vendor word its row was written with.
     """
     ordered = sorted(rows, key=lambda r: (r.container_index, r.id))
     size = max(r.container_index for r in ordered) + 1
     containers: list[list[DeviceGrant]] = [[] for _ in range(size)]
     init = [False] * size
     for row in ordered:
-        vendor = vendors.get(row.device_uuid, "NVIDIA")
         containers[row.container_index].append(
-            DeviceGrant(row.device_uuid, row.memory_mib, row.cores, vendor)
+            DeviceGrant(row.device_uuid, row.memory_mib, row.cores, row.vendor)
         )
         init[row.container_index] = init[row.container_index] or row.init
     return PodAssignment(
@@ -74,10 +73,8 @@ def group_by_pod(rows: Iterable[AllocationModel]) -> dict[str, list[AllocationMo
     return {uid: list(group) for uid, group in groupby(ordered, key=lambda r: r.pod_uid)}
 
 
-def stored_pods(
-    rows: Iterable[AllocationModel], vendors: Mapping[str, str]
-) -> dict[str, StoredPod]:
+def stored_pods(rows: Iterable[AllocationModel]) -> dict[str, StoredPod]:
     return {
-        uid: StoredPod(assignment_of(group, vendors), meta_of(group))
+        uid: StoredPod(assignment_of(group), meta_of(group))
         for uid, group in group_by_pod(rows).items()
     }
