@@ -11,6 +11,7 @@ from sqlalchemy.engine import make_url
 
 from tests.integration.driver_contract import DriverContract
 from tests.integration.store_contract import Db, StoreContract, emptied
+from tests.integration.store_vendor_contract import VendorStoreContract
 from vgpu_extender.store import make_engine, migrate
 
 pytestmark = pytest.mark.postgres
@@ -61,6 +62,10 @@ def unmigrated(postgres_url: str, schema: str) -> Iterator[Engine]:
 
 
 class TestPostgresStore(StoreContract):
+    pass
+
+
+class TestPostgresVendorStore(VendorStoreContract):
     pass
 
 

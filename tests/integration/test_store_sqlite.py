@@ -10,6 +10,7 @@ from sqlalchemy import Engine, text
 
 from tests.integration.driver_contract import DriverContract
 from tests.integration.store_contract import Db, StoreContract, emptied
+from tests.integration.store_vendor_contract import VendorStoreContract
 from vgpu_extender.store import make_engine, migrate
 
 
@@ -34,6 +35,10 @@ def unmigrated(tmp_path: Path) -> Iterator[Engine]:
 
 
 class TestSqliteStore(StoreContract):
+    pass
+
+
+class TestSqliteVendorStore(VendorStoreContract):
     pass
 
 
