@@ -290,10 +290,10 @@ def check_inputs(settings: Settings) -> None:
     """What can be checked before the server starts: the vendor and its options, and
     the inventory file (read again by the runtime: a file is small)."""
     from vgpu_extender.startup_errors import vendor_error
-    from vgpu_extender.vendors import create_vendor
+    from vgpu_extender.vendors import create_vendor_set
 
     try:
-        vendor = create_vendor(settings.vendor, settings.vendor_config())
+        vendor = create_vendor_set(settings.vendor, settings.vendor_config)
     except (ValueError, TypeError) as exc:
         raise vendor_error(exc) from exc
     if settings.inventory_file is not None:

@@ -256,11 +256,28 @@ class Settings(BaseSettings):
         """No Kubernetes: the demo always runs without a cluster."""
         return self.demo or self.kube_mode == "off"
 
-    def vendor_config(self) -> dict[str, Any]:
-        """The vendor's settings: the request defaults here, overridden by ``vendor_options``."""
-        return {
-            "default_memory_mib": self.default_memory_mib,
-            "default_cores": self.default_cores,
-            "split_count": self.split_count,
-            **self.vendor_options,
-        }
+    @property
+    def vendor_names(self) -> tuple[str, ...]:
+        """The vendors ``vendor`` names, comma-separated (``nvidia,ascend``), in order."""
+        return tuple(part.strip().lower() for part in self.vendor.split(",") if part.strip())
+
+    def vendor_config(self, name: str | None = None) -> dict[str, Any]:
+        """One vendor's settings (the first's by default). NVIDIA's start from the request
+        defaults here. ``vendor_options`` keys that name a listed vendor hold that
+        vendor's own options (``{"ascend": {"vnpus": ...}}``); the other keys are the
+        first vendor's, as with one vendor."""
+        names = self.vendor_names
+        name = (name or (names[0] if names else self.vendor)).strip().lower()
+        config: dict[str, Any] = {}
+        if name == "nvidia":
+            config.update(
+                default_memory_mib=self.default_memory_mib,
+                default_cores=self.default_cores,
+                split_count=self.split_count,
+            )
+        if names and name == names[0]:
+            config.update({k: v for k, v in self.vendor_options.items() if k not in names})
+        section = self.vendor_options.get(name)
+        if isinstance(section, dict):
+            config.update(section)
+        return config

@@ -119,7 +119,7 @@ def test_a_bind_reserves_commits_and_publishes_with_the_devices_annotated() -> N
     assert r.store.commits == [[args.uid]]
     assert r.store.state(args.uid) == BOUND and r.store.marked == [args.uid]
     assert r.kube.bound_to("default", "a") == NODE
-    vendor = r.cluster.vendor
+    vendor = r.cluster.vendors.primary
     annotations = r.kube.annotations_of("default", "a")
     assert annotations[vendor.node_annotation] == NODE
     assert GPU in annotations[vendor.assignment_annotation]
@@ -191,7 +191,7 @@ def test_bound_here_by_someone_else_the_bind_stands_with_our_annotations() -> No
     assert r.bind(args) == ""
 
     assert ("annotate", "default/a") in r.kube.calls
-    assert GPU in r.kube.annotations_of("default", "a")[r.cluster.vendor.assignment_annotation]
+    assert GPU in r.kube.annotations_of("default", "a")[r.cluster.vendors.primary.assignment_annotation]
     assert r.store.state(args.uid) == BOUND
 
 
@@ -216,7 +216,7 @@ def test_an_unknown_outcome_read_back_bound_without_our_annotations_writes_them(
     assert r.bind(args) == ""
 
     assert ("annotate", "default/a") in r.kube.calls
-    assert GPU in r.kube.annotations_of("default", "a")[r.cluster.vendor.assignment_annotation]
+    assert GPU in r.kube.annotations_of("default", "a")[r.cluster.vendors.primary.assignment_annotation]
     assert r.store.state(args.uid) == BOUND
 
 

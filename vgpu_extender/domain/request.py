@@ -65,13 +65,24 @@ class DeviceSelector:
     """Which devices a pod accepts (HAMi's use/nouse annotations).
 
     Types match as case-insensitive substrings of the device type; UUIDs match exactly.
-    Empty tuples mean no constraint.
+    Empty tuples mean no constraint. ``vendor``, when set, is the vendor word whose
+    devices the selector judges (the vendor whose annotations it came from): devices of
+    other vendors pass it.
     """
 
     use_types: tuple[str, ...] = ()
     avoid_types: tuple[str, ...] = ()
     use_uuids: tuple[str, ...] = ()
     avoid_uuids: tuple[str, ...] = ()
+    vendor: str = ""
+
+    @property
+    def constrains(self) -> bool:
+        return self.constrains_types or self.constrains_uuids
+
+    def judges(self, vendor: str) -> bool:
+        """Whether the selector applies to devices of ``vendor``."""
+        return not self.vendor or vendor == self.vendor
 
     @property
     def constrains_types(self) -> bool:

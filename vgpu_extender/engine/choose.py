@@ -24,12 +24,14 @@ from vgpu_extender.domain import (
     Reason,
     Rejection,
 )
-from vgpu_extender.domain.share import Capacity, ShareModel, Stage
+from vgpu_extender.domain.share import Capacity, ShareModel, ShareModels, Stage
 from vgpu_extender.engine.columns import UNLIMITED
 from vgpu_extender.engine.index import ClusterIndex
 from vgpu_extender.engine.rules import first_failing
 from vgpu_extender.engine.selection import selector_mask
 from vgpu_extender.vendors.registry import DEFAULT_SHARE
+
+_DEFAULT_SHARES = ShareModels.one(DEFAULT_SHARE)
 
 
 @dataclass(slots=True)
@@ -50,8 +52,13 @@ class NodeState:
     #: node once the pod is placed read them.
     host_cpu_free: int = UNLIMITED
     pod_cpu_milli: int = 0
-    #: The stage table a share must pass on these devices.
-    share: ShareModel = DEFAULT_SHARE
+    #: The stage tables a share must pass on these devices, by the device's vendor.
+    shares: ShareModels = _DEFAULT_SHARES
+
+    @property
+    def share(self) -> ShareModel:
+        """The default vendor's stage table."""
+        return self.shares.default
 
     @classmethod
     def of(cls, index: ClusterIndex, row: int, request: PodRequest | None = None) -> NodeState:
@@ -75,7 +82,7 @@ class NodeState:
             slots_free=cols.slots_free[row, :n].tolist(),
             host_cpu_free=int(cols.cpu_free[row]),
             pod_cpu_milli=request.cpu_milli if request is not None else 0,
-            share=index.share,
+            shares=index.shares,
         )
 
     def copy(self) -> NodeState:
@@ -91,7 +98,7 @@ class NodeState:
             list(self.slots_free),
             self.host_cpu_free,
             self.pod_cpu_milli,
-            self.share,
+            self.shares,
         )
 
     def free(self, slot: int) -> Capacity:
@@ -107,15 +114,16 @@ class NodeState:
         ``stages``: the share model's stages for ``container``, when the caller has them."""
         if not self.usable[slot]:
             return Reason.UNHEALTHY
-        failed = first_failing(self.share, self.free(slot), self.total(slot), container, stages)
+        share = self.shares.of(self.devices[slot].vendor)
+        failed = first_failing(share, self.free(slot), self.total(slot), container, stages)
         return None if failed is None else failed.reason
 
     def take(self, slot: int, container: ContainerRequest) -> DeviceGrant:
-        used = self.share.consumed(self.total(slot), container)
+        dev = self.devices[slot]
+        used = self.shares.of(dev.vendor).consumed(self.total(slot), container)
         self.slots_free[slot] -= used.slots
         self.mem_free[slot] -= used.memory
         self.cores_free[slot] -= used.cores
-        dev = self.devices[slot]
         return DeviceGrant(dev.uuid, used.memory, used.cores, dev.vendor)
 
 
@@ -164,16 +172,21 @@ def choose_devices(
     running = base.copy()
     grants: list[tuple[DeviceGrant, ...]] = []
     for container in request.containers:
-        if not container.wants_devices:
+        asks = [ask for ask in container.asks if ask.wants_devices]
+        if not asks:
             grants.append(())
             continue
         # Init containers run before the app containers: size them against the node as it
-        # was before this pod; app containers accumulate.
+        # was before this pod; app containers accumulate. A container's asks of several
+        # vendors are held together.
         state = base.copy() if container.init else running
-        picked = _pick(state, container, ranker, numa)
-        if isinstance(picked, Rejection):
-            return picked
-        grants.append(tuple(state.take(slot, container) for slot in picked))
+        granted: list[DeviceGrant] = []
+        for ask in asks:
+            picked = _pick(state, ask, ranker, numa)
+            if isinstance(picked, Rejection):
+                return picked
+            granted.extend(state.take(slot, ask) for slot in picked)
+        grants.append(tuple(granted))
     return PodAssignment(node, tuple(grants), tuple(c.init for c in request.containers))
 
 
@@ -186,13 +199,22 @@ def _pick(
     k = container.count
     failures: dict[Reason, int] = {}
     fitting: list[int] = []
-    tests = [(stage.reason, stage.test) for stage in state.share.stages_for(container)]
+    share = state.shares.of(container.vendor)
+    tests = [(stage.reason, stage.test) for stage in share.stages_for(container)]
+    vendor, mode = container.vendor, container.mode
+    devices = state.devices
+    if vendor:
+        slots = [slot for slot, dev in enumerate(devices) if dev.vendor == vendor]
+    else:
+        slots = list(range(len(devices)))
     # One view of a device's capacity, moved from device to device: the stage tests
     # only read it, and building two tuples per device would double the cost of a choice.
     free, total = _DeviceView(), _DeviceView()
-    for slot in range(len(state.devices)):
+    for slot in slots:
         why: Reason | None = None
-        if not state.usable[slot]:
+        if mode and devices[slot].mode != mode:
+            why = Reason.MODE_MISMATCH
+        elif not state.usable[slot]:
             why = Reason.UNHEALTHY
         else:
             free.slots, free.memory, free.cores = (
@@ -213,16 +235,25 @@ def _pick(
             fitting.append(slot)
         else:
             failures[why] = failures.get(why, 0) + 1
-    if len(state.devices) < k:
-        return Rejection(Reason.NOT_ENOUGH_DEVICES, k, len(state.devices), unresolvable=True)
+    if len(slots) < k:
+        reason = Reason.NOT_ENOUGH_DEVICES if slots else Reason.NO_DEVICES
+        return Rejection(reason, k, len(slots), unresolvable=True)
     if len(fitting) < k:
         # Devices the pod can never use explain nothing when others are merely in use.
-        in_use = {r: n for r, n in failures.items() if r is not Reason.UNHEALTHY}
+        never = (Reason.UNHEALTHY, Reason.MODE_MISMATCH)
+        in_use = {r: n for r, n in failures.items() if r not in never}
         pool = in_use or failures
         reason = max(pool, key=lambda r: (pool[r], -list(Reason).index(r)))
-        detail = f"{len(fitting)} of {k} {state.share.noun}s fit"
+        detail = f"{len(fitting)} of {k} {share.noun}s fit"
         return Rejection(reason, unresolvable=not in_use, detail=detail)
     ordered = ranker(state, container, fitting)
+    if share.pick is not None:
+        # The vendor's topology rule decides which fitting devices go together.
+        chosen = share.pick([devices[slot] for slot in ordered], k)
+        if chosen is None:
+            detail = f"{len(fitting)} {share.noun}s fit one by one, no {k} of them together"
+            return Rejection(Reason.COMBINATION, k, len(fitting), detail=detail)
+        return [ordered[i] for i in chosen]
     if numa is None:
         return ordered[:k]
     groups: dict[int, list[int]] = {}
@@ -232,5 +263,5 @@ def _pick(
         group = groups[numa[slot]]
         if len(group) >= k:
             return group[:k]
-    noun = state.share.noun
+    noun = share.noun
     return Rejection(Reason.NUMA, unresolvable=False, detail=f"{k} {noun}s on one numa node")

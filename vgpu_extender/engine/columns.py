@@ -42,6 +42,8 @@ class DeviceColumns:
     slots_free: IntGrid = field(init=False)
     numa: IntGrid = field(init=False)
     type_id: IntGrid = field(init=False)
+    #: The device's kind: its (vendor, mode) pair, interned by the index.
+    kind_id: IntGrid = field(init=False)
     node_ok: BoolVec = field(init=False)
     #: Per-row sums of the device columns, kept current by the index (scoring reads them).
     row_mem_total: IntVec = field(init=False)
@@ -70,6 +72,7 @@ class DeviceColumns:
         self.slots_free = np.zeros(shape, dtype=np.int64)
         self.numa = np.zeros(shape, dtype=np.int64)
         self.type_id = np.full(shape, -1, dtype=np.int64)
+        self.kind_id = np.full(shape, -1, dtype=np.int64)
         self.node_ok = np.zeros(self.rows, dtype=np.bool_)
         for name in self._ROW_SUMS:
             setattr(self, name, np.zeros(self.rows, dtype=np.int64))
@@ -92,7 +95,10 @@ class DeviceColumns:
         "slots_free",
         "numa",
         "type_id",
+        "kind_id",
     )
+    #: Grids whose empty cells hold -1 (no id), not 0.
+    _ID_GRIDS = frozenset({"type_id", "kind_id"})
     _ROW_SUMS = (
         "row_mem_total",
         "row_mem_free",
@@ -115,7 +121,7 @@ class DeviceColumns:
     def clear_row(self, row: int) -> None:
         for name in self._GRIDS:
             grid = getattr(self, name)
-            grid[row] = -1 if name == "type_id" else 0
+            grid[row] = -1 if name in self._ID_GRIDS else 0
         self.node_ok[row] = False
         for name in self._ROW_SUMS:
             getattr(self, name)[row] = 0
@@ -133,7 +139,7 @@ class DeviceColumns:
     def clear_rows(self, rows: IntVec) -> None:
         """``clear_row`` for many rows at once."""
         for name in self._GRIDS:
-            getattr(self, name)[rows] = -1 if name == "type_id" else 0
+            getattr(self, name)[rows] = -1 if name in self._ID_GRIDS else 0
         self.node_ok[rows] = False
         for name in self._ROW_SUMS:
             getattr(self, name)[rows] = 0

@@ -44,8 +44,9 @@ _HIGHEST = np.iinfo(np.int64).max
 #: Most devices gathered at once: 8192 int64 cells are 64 KiB, a size the allocator
 #: reuses (larger copies are mapped and faulted in afresh on every call).
 _CHUNK_CELLS = 8192
-#: A container's shape: count, MiB, memory percent, cores (what explaining reads of it).
-_Shape = tuple[int, int, int, int]
+#: A container's shape: count, MiB, memory percent, cores, vendor word and mode (what
+#: explaining reads of it).
+_Shape = tuple[int, int, int, int, str, str]
 
 
 def explain_rows(
@@ -125,7 +126,7 @@ def _distinct(containers: Sequence[ContainerRequest]) -> dict[_Shape, ContainerR
     """The first container of each shape, by shape, in order."""
     seen: dict[_Shape, ContainerRequest] = {}
     for c in containers:
-        seen.setdefault((c.count, c.memory_mib, c.memory_percent, c.cores), c)
+        seen.setdefault((c.count, c.memory_mib, c.memory_percent, c.cores, c.vendor, c.mode), c)
     return seen
 
 
@@ -176,6 +177,13 @@ def _explain_container(
     k = container.count
     sub = rows[pending]
     valid = _take(cols.valid, sub)
+    # The devices of the vendor asked for; the mode is a registration stage of its own.
+    of_vendor = index.ask_mask(container.vendor)
+    if of_vendor is not None:
+        valid &= _take(of_vendor, sub)
+    asked = index.ask_mask(container.vendor, container.mode)
+    if asked is not None:
+        static = static & asked[: static.shape[0]]
     have = count_per_row(valid)
     none = have == 0
     few = ~none & (have < k)
@@ -188,7 +196,9 @@ def _explain_container(
     # Registration-time stages: only rows with too few allowed devices can fail one.
     short = left & (_count(_take(static, sub), numa, numa_values) < k)
     if short.any():
-        _explain_static(index, request, k, sub[short], pending[short], valid[short], verdicts)
+        _explain_static(
+            index, request, container, sub[short], pending[short], valid[short], verdicts
+        )
         left &= ~short
     if not left.any():
         return
@@ -202,22 +212,30 @@ def _explain_container(
         # and allocates no large temporary copies.
         grids = _Grids.whole(cols, static, numa_values is not None)
         at = sub
-    _explain_usage(index.share, grids, at, pending, container, numa_values, verdicts)
+    share = index.shares.of(container.vendor)
+    _explain_usage(share, grids, at, pending, container, numa_values, verdicts)
 
 
 def _explain_static(
     index: ClusterIndex,
     request: PodRequest,
-    k: int,
+    container: ContainerRequest,
     sub: IntVec,
     pending: IntVec,
     valid: BoolGrid,
     verdicts: Verdicts,
 ) -> None:
-    """Rows whose allowed devices are too few: a selector, health, cordon or NUMA stage."""
+    """Rows whose allowed devices are too few: a mode, selector, health, cordon or NUMA
+    stage."""
     cols = index.cols
+    k = container.count
     stages: list[tuple[Reason, BoolGrid]] = []
     current = valid
+    if container.mode:
+        in_mode = index.ask_mask(container.vendor, container.mode)
+        if in_mode is not None:
+            current = current & _take(in_mode, sub)
+            stages.append((Reason.MODE_MISMATCH, current))
     by_type = type_mask(index, request.selector)
     if by_type is not None:
         current = current & _take(by_type, sub)
@@ -242,7 +260,8 @@ def _explain_static(
             verdicts.set(pending[hit], reason, k, count[hit], unresolvable=True)
         decided |= hit
     # Enough devices pass every stage, but not on one NUMA node.
-    detail = verdicts.detail_code(f"{k} {index.share.noun}s on one numa node")
+    noun = index.shares.of(container.vendor).noun
+    detail = verdicts.detail_code(f"{k} {noun}s on one numa node")
     verdicts.set(pending[~decided], Reason.NUMA, unresolvable=True, detail=detail)
 
 

@@ -55,7 +55,10 @@ def fitting_devices(index: ClusterIndex, container: ContainerRequest, static: Bo
     (the first ``len(static)`` rows of the grid)."""
     n = static.shape[0]
     free, total = _capacities(*(column[:n] for column in _usage_columns(index.cols)))
-    return fitting_mask(index.share, free, total, container, static)
+    asked = index.ask_mask(container.vendor, container.mode)
+    if asked is not None:
+        static = static & asked[:n]
+    return fitting_mask(index.shares.of(container.vendor), free, total, container, static)
 
 
 def _usage_columns(cols: DeviceColumns) -> tuple[IntGrid, ...]:
@@ -115,11 +118,11 @@ def fit(
     rows = index.rows_of(candidates)
     if not request.managed:
         return _unmanaged(index, request, candidates, rows, explain)
-    several = len(request.device_containers) > 1
+    several = needs_exact_choice(index, request)
     names: Names | None = None
     if remember and not several:
-        # Pods with several device containers are not remembered: the exact check
-        # (the device policy's choice) has the last word on them.
+        # Pods that need the exact check are not remembered: the device policy's
+        # choice has the last word on them.
         good, chosen, names = index.fit_cache.good(
             signature if signature is not None else request_key(request),
             index.topology_version,
@@ -144,6 +147,16 @@ def fit(
         return _static(index.cols, chosen, max(index.row_span, 1))
 
     return _result(candidates, rows, good, extra, index, request, static, explain, names, signature)
+
+
+def needs_exact_choice(index: ClusterIndex, request: PodRequest) -> bool:
+    """Whether counting fitting devices per node cannot decide alone: several device
+    containers (they share the node's devices), or a container of several devices of a
+    vendor with a topology rule (which of them may go together)."""
+    asks = request.device_containers
+    if len(asks) > 1:
+        return True
+    return bool(asks) and asks[0].count > 1 and index.shares.of(asks[0].vendor).pick is not None
 
 
 def _unmanaged(
@@ -188,7 +201,12 @@ def _judge(
         free, total = _capacities(*(_take(column, safe) for column in _usage_columns(cols)))
         numa = _take(cols.numa, safe)
         for container in containers:
-            ok = fitting_mask(index.share, free, total, container, static)
+            within = static
+            asked = index.ask_mask(container.vendor, container.mode)
+            if asked is not None:
+                within = static & _take(asked, safe)
+            share = index.shares.of(container.vendor)
+            ok = fitting_mask(share, free, total, container, within)
             good &= per_node_count(ok, numa, numa_values) >= container.count
     else:
         static = _static(cols, chosen, span)

@@ -14,7 +14,7 @@ from operator import itemgetter
 import numpy as np
 
 from vgpu_extender.domain import Device, DeviceUsage, NodeInventory, PodAssignment
-from vgpu_extender.domain.share import ShareModel
+from vgpu_extender.domain.share import ShareModel, ShareModels
 from vgpu_extender.engine.columns import UNLIMITED, DeviceColumns, IntVec
 from vgpu_extender.engine.fit_cache import FitCache
 from vgpu_extender.engine.rejection_cache import RejectionCache
@@ -46,10 +46,18 @@ class ClusterIndex:
     """Nodes, devices and allocations, with per-device NumPy columns."""
 
     def __init__(
-        self, *, initial_nodes: int = 64, initial_slots: int = 8, share: ShareModel | None = None
+        self,
+        *,
+        initial_nodes: int = 64,
+        initial_slots: int = 8,
+        share: ShareModel | None = None,
+        shares: ShareModels | None = None,
     ) -> None:
-        #: How a share of the devices is judged (the stage table every fit evaluates).
-        self.share = share if share is not None else DEFAULT_SHARE
+        #: How a share of each vendor's devices is judged (the stage tables every fit
+        #: evaluates), by vendor word; ``share`` alone makes it the one model of all.
+        if shares is None:
+            shares = ShareModels.one(share if share is not None else DEFAULT_SHARE)
+        self.shares = shares
         # Slots stay a power of two, at least 8: count_per_row reads 8 cells per word.
         self.cols = DeviceColumns(initial_nodes, _next_power(max(8, initial_slots)))
         self._row_of: dict[str, int] = {}
@@ -63,6 +71,10 @@ class ClusterIndex:
         self._slot_of_uuid: dict[str, tuple[int, int]] = {}
         self._types: list[str] = []
         self._type_ids: dict[str, int] = {}
+        #: Device kinds, (vendor, mode) pairs, interned like the types.
+        self._kinds: list[tuple[str, str]] = []
+        self._kind_ids: dict[tuple[str, str], int] = {}
+        self._ask_masks: dict[tuple[str, str], tuple[int, np.ndarray | None]] = {}
         self._allocations: dict[str, Allocation] = {}
         self._pods_on_row: dict[int, set[str]] = {}
         self._version = 0
@@ -130,8 +142,37 @@ class ClusterIndex:
         return self._numa_cache[1]
 
     @property
+    def share(self) -> ShareModel:
+        """The default vendor's share model (a process of one vendor has only it)."""
+        return self.shares.default
+
+    @property
     def types(self) -> tuple[str, ...]:
         return tuple(self._types)
+
+    @property
+    def kinds(self) -> tuple[tuple[str, str], ...]:
+        """Every (vendor, mode) pair of a device ever registered, by kind id."""
+        return tuple(self._kinds)
+
+    def ask_mask(self, vendor: str, mode: str = "") -> np.ndarray | None:
+        """Devices of ``vendor`` (any, when empty) in ``mode`` (any, when empty), or None
+        when every device the index holds qualifies (a process of one vendor: no mask to
+        apply). Kept until nodes or devices change."""
+        if not vendor and not mode:
+            return None
+        key = (vendor, mode)
+        cached = self._ask_masks.get(key)
+        if cached is None or cached[0] != self._topology_version:
+            ids = [
+                kid
+                for kid, (kind_vendor, kind_mode) in enumerate(self._kinds)
+                if (not vendor or kind_vendor == vendor) and (not mode or kind_mode == mode)
+            ]
+            mask = None if len(ids) == len(self._kinds) else np.isin(self.cols.kind_id, ids)
+            cached = (self._topology_version, mask)
+            self._ask_masks[key] = cached
+        return cached[1]
 
     @property
     def row_span(self) -> int:
@@ -244,6 +285,7 @@ class ClusterIndex:
             cols.slots_total[row, slot] = cols.slots_free[row, slot] = dev.count
             cols.numa[row, slot] = dev.numa
             cols.type_id[row, slot] = self._intern_type(dev.type)
+            cols.kind_id[row, slot] = self._intern_kind(dev)
         cols.node_ok[row] = not inventory.problem
         if inventory.cpu_milli is not None:
             cols.cpu_total[row] = cols.cpu_free[row] = inventory.cpu_milli
@@ -323,6 +365,7 @@ class ClusterIndex:
             free[cells] = values
         cols.numa[cells] = [dev.numa for dev in devices]
         cols.type_id[cells] = [self._intern_type(dev.type) for dev in devices]
+        cols.kind_id[cells] = [self._intern_kind(dev) for dev in devices]
         cols.node_ok[at] = [not inventory.problem for inventory in fresh]
         for row, inventory in zip(rows, fresh, strict=True):
             if inventory.cpu_milli is not None:
@@ -521,6 +564,15 @@ class ClusterIndex:
             self._types.append(device_type)
             self._type_ids[device_type] = tid
         return tid
+
+    def _intern_kind(self, device: Device) -> int:
+        kind = (device.vendor, device.mode)
+        kid = self._kind_ids.get(kind)
+        if kid is None:
+            kid = len(self._kinds)
+            self._kinds.append(kind)
+            self._kind_ids[kind] = kid
+        return kid
 
 
 def _next_power(n: int) -> int:

@@ -65,26 +65,39 @@ def reference_fits(index: ClusterIndex, request: PodRequest, node: str) -> bool:
         for d in sorted(inv.devices, key=lambda d: d.index)
         if d.healthy
         and d.uuid not in inv.cordoned
-        and sel.accepts_type(d.type)
-        and sel.accepts_uuid(d.uuid)
+        and (not sel.judges(d.vendor) or (sel.accepts_type(d.type) and sel.accepts_uuid(d.uuid)))
     ]
-    for c in request.containers:
-        if not c.wants_devices:
+    for container in request.containers:
+        asks = [ask for ask in container.asks if ask.wants_devices]
+        if not asks:
             continue
-        state = {u: list(v) for u, v in base.items()} if c.init else free
-        fitting = [d for d in usable if _device_fits(index.share, d, state[d.uuid], c)]
-        if request.numa_bind:
-            groups: dict[int, list[Device]] = {}
-            for d in fitting:
-                groups.setdefault(d.numa, []).append(d)
-            fitting = next((g for g in groups.values() if len(g) >= c.count), [])
-        if len(fitting) < c.count:
-            return False
-        for d in fitting[: c.count]:
-            used = index.share.consumed(Capacity(d.count, d.memory_mib, d.cores), c)
-            state[d.uuid][0] -= used.memory
-            state[d.uuid][1] -= used.cores
-            state[d.uuid][2] -= used.slots
+        state = {u: list(v) for u, v in base.items()} if container.init else free
+        for c in asks:
+            share = index.shares.of(c.vendor)
+            fitting = [
+                d
+                for d in usable
+                if (not c.vendor or d.vendor == c.vendor)
+                and (not c.mode or d.mode == c.mode)
+                and _device_fits(share, d, state[d.uuid], c)
+            ]
+            if request.numa_bind:
+                groups: dict[int, list[Device]] = {}
+                for d in fitting:
+                    groups.setdefault(d.numa, []).append(d)
+                fitting = next((g for g in groups.values() if len(g) >= c.count), [])
+            if len(fitting) < c.count:
+                return False
+            if share.pick is not None:
+                chosen = share.pick(fitting, c.count)
+                if chosen is None:
+                    return False
+                fitting = [fitting[i] for i in chosen]
+            for d in fitting[: c.count]:
+                used = share.consumed(Capacity(d.count, d.memory_mib, d.cores), c)
+                state[d.uuid][0] -= used.memory
+                state[d.uuid][1] -= used.cores
+                state[d.uuid][2] -= used.slots
     return True
 
 

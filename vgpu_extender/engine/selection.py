@@ -22,7 +22,8 @@ def type_mask(index: ClusterIndex, selector: DeviceSelector) -> BoolGrid | None:
     if not selector.constrains_types:
         return None
     mask: BoolGrid = np.isin(index.cols.type_id, allowed_type_ids(index, selector))
-    return mask
+    outside = _outside(index, selector)
+    return mask if outside is None else mask | outside
 
 
 def uuid_mask(index: ClusterIndex, selector: DeviceSelector) -> BoolGrid | None:
@@ -39,7 +40,8 @@ def uuid_mask(index: ClusterIndex, selector: DeviceSelector) -> BoolGrid | None:
         where = index.locate(uuid)
         if where is not None:
             uuid_ok[where] = False
-    return uuid_ok
+    outside = _outside(index, selector)
+    return uuid_ok if outside is None else uuid_ok | outside
 
 
 def selector_mask(index: ClusterIndex, selector: DeviceSelector) -> BoolGrid | None:
@@ -49,3 +51,14 @@ def selector_mask(index: ClusterIndex, selector: DeviceSelector) -> BoolGrid | N
     if by_type is None:
         return by_uuid
     return by_type if by_uuid is None else by_type & by_uuid
+
+
+def _outside(index: ClusterIndex, selector: DeviceSelector) -> BoolGrid | None:
+    """Devices a vendor-scoped selector does not judge (other vendors'), or None."""
+    if not selector.vendor:
+        return None
+    judged = index.ask_mask(selector.vendor)
+    if judged is None:
+        return None
+    outside: BoolGrid = ~judged
+    return outside

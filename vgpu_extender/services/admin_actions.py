@@ -38,6 +38,7 @@ from vgpu_extender.services.inventory_shrink import describe, held_beyond
 from vgpu_extender.store.limits import NODE_NAME, ValueTooLong
 from vgpu_extender.store.nodes import node_source
 from vgpu_extender.store.sessions import Sessions
+from vgpu_extender.vendors import Vendor
 
 logger = logging.getLogger(__name__)
 
@@ -96,14 +97,13 @@ def what_if(
     Devices are chosen for the ``detail`` best nodes only: the choice runs under the
     index lock, which filter needs too.
     """
-    request = cluster.vendor.parse_pod(pod)
+    request = cluster.vendors.parse_pod(pod)
+    wording = cluster.vendors.wording_for(request)
     planner = cluster.planner
     with cluster.lock:
         names = list(candidates) if candidates is not None else sorted(cluster.index.node_names())
         if not request.managed:
-            return WhatIf(
-                False, [Placement(name, 0, None) for name in names], {}, cluster.vendor.wording
-            )
+            return WhatIf(False, [Placement(name, 0, None) for name in names], {}, wording)
         result = planner.filter(request, names)
         rejected = dict(result.rejections)
         scores = to_extender_scores(planner.scores(request, result.rows)) if result.feasible else []
@@ -119,7 +119,7 @@ def what_if(
                     continue
                 containers = chosen.containers
             fits.append(Placement(node, scores[i], containers))
-    return WhatIf(True, fits, rejected, cluster.vendor.wording)
+    return WhatIf(True, fits, rejected, wording)
 
 
 # --------------------------------------------------------------------------- inventory
@@ -215,11 +215,21 @@ def set_cordon(
     return CordonState(node=node, device=device, cordoned=sorted(wanted))
 
 
+def _vendor_of(cluster: ClusterState, device: str) -> Vendor:
+    """The vendor whose annotations list ``device`` (the primary for an unknown one)."""
+    vendors = cluster.vendors
+    with cluster.lock:
+        where = cluster.index.locate(device)
+        word = cluster.index.devices(where[0])[where[1]].vendor if where is not None else ""
+    return vendors.get(word) or vendors.primary
+
+
 def _cordon_annotation(
     cluster: ClusterState, kube: KubeClient, node: str, device: str, cordon: bool
 ) -> frozenset[str]:
     """Read-modify-write the node's cordon annotation, guarded by its resourceVersion."""
-    key = cluster.vendor.cordon_annotation
+    vendor = _vendor_of(cluster, device)
+    key = vendor.cordon_annotation
     for _attempt in range(CORDON_ATTEMPTS):
         try:
             obj = kube.get_node(node)
@@ -227,7 +237,7 @@ def _cordon_annotation(
                 raise NotFoundError(f"node {node!r} (of GPU {device!r}) is not in the cluster")
             raw = kobj.annotations(obj).get(key)
             try:
-                listed = cluster.vendor.decode_cordon(raw) if raw else frozenset()
+                listed = vendor.decode_cordon(raw) if raw else frozenset()
             except InventoryError:
                 listed = frozenset()  # unreadable: rewritten from what we know
             wanted = listed | {device} if cordon else listed - {device}

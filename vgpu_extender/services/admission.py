@@ -34,7 +34,7 @@ from typing import Any
 from vgpu_extender.domain import ContainerRequest, RequestError
 from vgpu_extender.domain.text import without_format_verbs
 from vgpu_extender.services.largest import Largest
-from vgpu_extender.vendors import Vendor
+from vgpu_extender.vendors import Vendor, VendorSet
 
 IGNORE_KEY = "hami.io/webhook"
 IGNORE_VALUE = "ignore"
@@ -92,7 +92,7 @@ class Decision:
 def decide(
     pod: object,
     *,
-    vendor: Vendor,
+    vendor: Vendor | VendorSet,
     scheduler_name: str,
     operation: str = "CREATE",
     names: ResourceNames | None = None,
@@ -100,16 +100,25 @@ def decide(
 ) -> Decision:
     """Allow, deny or mutate one pod; ``largest`` is what the inventory's biggest node
     and devices hold (None: unknown, no refusal for size), or how to find it: asked only
-    for a pod that asks for devices (it reads the cluster under its lock)."""
+    for a pod that asks for devices (it reads the cluster under its lock). With several
+    vendors, each ask is defaulted and named with its own vendor's resource names;
+    ``names`` (tests) stands for every vendor's."""
     if operation != "CREATE":
         return Decision(True, f"operation {operation}: nothing to do")
     if not isinstance(pod, Mapping):
         return Decision(False, "request.object must be a Pod object")
-    names = names or ResourceNames.of(vendor)
+    vendors = VendorSet.of(vendor)
+    by_word = {member.name: names or ResourceNames.of(member) for member in vendors.members}
+    primary = by_word[vendors.primary.name]
+    managed = primary.managed if names is not None else vendors.resource_names
+
+    def names_of(ask: ContainerRequest) -> ResourceNames:
+        return by_word.get(ask.vendor, primary)
+
     metadata = _mapping(pod.get("metadata"))
     spec = _mapping(pod.get("spec"))
     containers = list(_containers(spec))
-    if not any(_asks(c, names.managed) for _path, c in containers):
+    if not any(_asks(c, managed) for _path, c in containers):
         return Decision(True, "asks for no managed resource")
     privileged = _privileged(spec)
     if privileged is not None:
@@ -128,21 +137,21 @@ def decide(
             "so its GPU share would never be allocated; leave nodeName empty",
         )
     try:
-        request = vendor.parse_pod(pod)
+        request = vendors.parse_pod(pod)
     except RequestError as exc:
         return Decision(False, f"the pod can never be scheduled: {exc}")
     if callable(largest) and request.managed:
         largest = largest()
     if isinstance(largest, Largest):
-        for parsed in request.containers:
-            too_big = _too_big(parsed, largest, names)
+        for parsed in request.device_containers:
+            too_big = _too_big(parsed, largest, names_of(parsed))
             if too_big:
                 return Decision(False, f"the pod can never be scheduled: {too_big}")
     patch: list[dict[str, Any]] = []
     if current != scheduler_name:
         patch.append({"op": "add", "path": "/spec/schedulerName", "value": scheduler_name})
     for (path, container), parsed in zip(containers, request.containers, strict=False):
-        patch.extend(_defaults(path, container, parsed, names))
+        patch.extend(_defaults(path, container, [(ask, names_of(ask)) for ask in parsed.asks]))
     return Decision(True, "", tuple(patch))
 
 
@@ -238,18 +247,26 @@ def _given(container: Mapping[str, Any], name: str | None) -> bool:
 
 
 def _defaults(
-    path: str, container: Mapping[str, Any], parsed: ContainerRequest, names: ResourceNames
+    path: str,
+    container: Mapping[str, Any],
+    asks: Sequence[tuple[ContainerRequest, ResourceNames]],
 ) -> list[dict[str, Any]]:
-    """JSON Patch operations writing HAMi's defaults into one container."""
+    """JSON Patch operations writing HAMi's defaults into one container, for each of its
+    asks (one per vendor) with that vendor's names."""
     add: dict[str, str] = {}
-    if parsed.count > 0:
-        if names.count is not None and not _given(container, names.count):
-            add[names.count] = str(parsed.count)
-        if names.cores is not None and not _given(container, names.cores) and parsed.exclusive:
-            add[names.cores] = names.exclusive_cores
+    env: dict[str, str] = {}
+    for parsed, names in asks:
+        if parsed.count > 0:
+            if names.count is not None and not _given(container, names.count):
+                add[names.count] = str(parsed.count)
+            exclusive = parsed.exclusive and not _given(container, names.cores)
+            if names.cores is not None and exclusive:
+                add[names.cores] = names.exclusive_cores
+        if parsed.priority is not None and names.priority is not None and names.priority_env:
+            env.setdefault(names.priority_env, str(parsed.priority))
     ops = _add_limits(path, container, add)
-    if parsed.priority is not None and names.priority is not None and names.priority_env:
-        ops.extend(_add_env(path, container, names.priority_env, str(parsed.priority)))
+    for name, value in env.items():
+        ops.extend(_add_env(path, container, name, value))
     return ops
 
 

@@ -234,7 +234,7 @@ class BindingService:
             if not isinstance(chosen, PodAssignment):
                 raise BindError(
                     f"bind {args.key}: node {args.node} cannot take the pod: "
-                    f"{chosen.message(self._cluster.vendor.wording)}"
+                    f"{chosen.message(self._cluster.vendors.wording_for(request))}"
                 )
             return chosen, self._cluster.assume(args.uid, chosen)
 
@@ -374,8 +374,8 @@ class BindingService:
             if self._node_lock is not None:
                 self._node_lock.acquire(args.node, args.namespace, args.pod_name)
                 locked = True
-            annotations = self._cluster.vendor.bind_annotations(
-                assignment, bind_time=int(self._clock().timestamp())
+            annotations = self._cluster.vendors.bind_annotations(
+                assignment, bind_time=int(self._clock().timestamp()), request=pending.request
             )
             try:
                 self._create_binding(args, annotations)
@@ -467,8 +467,8 @@ class BindingService:
         """Whether the pod carries the devices this bind chose (the device plugin
         changes the other annotations as it goes)."""
         held = kobj.annotations(pod)
-        vendor = self._cluster.vendor
-        keys = (vendor.node_annotation, vendor.assignment_annotation)
+        vendors = self._cluster.vendors
+        keys = (vendors.node_annotation, *vendors.assignment_keys())
         return all(held.get(key) == annotations.get(key) for key in keys)
 
     def _record(

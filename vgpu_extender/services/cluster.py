@@ -16,13 +16,13 @@ from vgpu_extender.domain import NodeInventory, PodAssignment
 from vgpu_extender.engine import AllocationError, ClusterIndex
 from vgpu_extender.engine.framework import Planner, Profile
 from vgpu_extender.policies import default_profile
-from vgpu_extender.vendors import Vendor
+from vgpu_extender.vendors import Vendor, VendorSet
 
 logger = logging.getLogger(__name__)
 
 
 class ClusterState:
-    """The index, the planner over it, the vendor, and the lock that guards them.
+    """The index, the planner over it, the vendors, and the lock that guards them.
 
     ``profile``: the plug-ins and defaults every placement uses (the built-in plug-ins with
     HAMi's defaults unless given); planners over other indexes (preemption's scratch
@@ -32,11 +32,12 @@ class ClusterState:
     def __init__(
         self,
         *,
-        vendor: Vendor,
+        vendor: Vendor | VendorSet,
         profile: Profile | None = None,
     ) -> None:
-        self.vendor = vendor
-        self.index = ClusterIndex(share=vendor.share)
+        #: The vendors served (one vendor is a set of one).
+        self.vendors = VendorSet.of(vendor)
+        self.index = ClusterIndex(shares=self.vendors.shares)
         self.profile = profile if profile is not None else default_profile()
         self.planner = Planner(self.index, self.profile)
         self.lock = threading.RLock()

@@ -36,7 +36,7 @@ from vgpu_extender.engine import AllocationError
 from vgpu_extender.services.cluster import ClusterState
 from vgpu_extender.services.node_writer import NodeWriter
 from vgpu_extender.store.sessions import Sessions
-from vgpu_extender.vendors import Vendor
+from vgpu_extender.vendors import Vendor, VendorSet
 
 logger = logging.getLogger(__name__)
 
@@ -89,43 +89,42 @@ def with_split_count(devices: Iterable[Device], split_count: int) -> tuple[Devic
 
 def node_inventory(
     view: NodeView,
-    vendor: Vendor,
+    vendor: Vendor | VendorSet,
     *,
     previous: NodeInventory | None,
     split_count: int,
 ) -> NodeInventory | None:
-    """The inventory a Node object states, or None for a node that never had one.
+    """The inventory a Node object states (every vendor's devices on it), or None for a
+    node that never had one.
 
     A missing, empty or unreadable annotation on a node that had devices keeps those
     devices (pods may hold them) with ``problem`` set, so nothing new lands there.
     """
-    key = vendor.inventory_annotation
-    raw = view.annotations.get(key)
+    vendors = VendorSet.of(vendor)
+    key = " / ".join(vendors.inventory_keys())
     kept = previous.devices if previous is not None else ()
-    cordoned = previous.cordoned if previous is not None else frozenset()
     problem = ""
     devices: tuple[Device, ...] = kept
-    if raw is None:
-        if previous is None:
-            return None
-        problem = f"annotation {key} missing"
+    try:
+        decoded = vendors.decode_node(view.annotations)
+    except InventoryError as exc:
+        problem = f"annotation {key} unreadable: {exc}"
     else:
-        try:
-            devices = with_split_count(vendor.decode_inventory(raw), split_count)
-        except InventoryError as exc:
-            problem = f"annotation {key} unreadable: {exc}"
+        if decoded is None:
+            if previous is None:
+                return None
+            problem = f"annotation {key} missing"
         else:
+            devices = with_split_count(decoded, split_count)
             if not devices:
                 problem = f"annotation {key} lists no devices"
                 devices = kept
-    cordon_raw = view.annotations.get(vendor.cordon_annotation)
-    if cordon_raw is not None:
-        try:
-            cordoned = vendor.decode_cordon(cordon_raw)
-        except InventoryError as exc:
-            problem = problem or f"annotation {vendor.cordon_annotation} unreadable: {exc}"
-    else:
-        cordoned = frozenset()
+    try:
+        cordoned = vendors.decode_cordons(view.annotations)
+    except InventoryError as exc:
+        cordon_key = " / ".join(vendors.cordon_keys())
+        problem = problem or f"annotation {cordon_key} unreadable: {exc}"
+        cordoned = previous.cordoned if previous is not None else frozenset()
     known = {d.uuid for d in devices}
     return NodeInventory(
         name=view.name,
@@ -136,10 +135,13 @@ def node_inventory(
     )
 
 
-def load_inventory_file(path: Path, vendor: Vendor, *, split_count: int) -> list[NodeInventory]:
+def load_inventory_file(
+    path: Path, vendor: Vendor | VendorSet, *, split_count: int
+) -> list[NodeInventory]:
     """Nodes from a JSON or YAML file: ``{"nodes": [{"name", "labels", "devices": [...]}]}``.
 
-    Devices are objects in the ``hami.io/node-nvidia-register`` JSON form. Raises
+    Devices are objects in the first vendor's inventory form (NVIDIA's:
+    ``hami.io/node-nvidia-register`` JSON). Raises
     ``InventoryError`` naming the file, the node and the field.
     """
     try:
@@ -154,9 +156,10 @@ def load_inventory_file(path: Path, vendor: Vendor, *, split_count: int) -> list
 
 
 def parse_inventory_document(
-    data: object, vendor: Vendor, *, split_count: int, where: str = "inventory"
+    data: object, vendor: Vendor | VendorSet, *, split_count: int, where: str = "inventory"
 ) -> list[NodeInventory]:
     """Nodes from the decoded inventory document (see ``load_inventory_file``)."""
+    decode = VendorSet.of(vendor).primary.decode_inventory
     if not isinstance(data, Mapping) or not isinstance(data.get("nodes"), list):
         raise InventoryError(f"{where}: expected an object with a 'nodes' list")
     nodes: list[NodeInventory] = []
@@ -180,7 +183,7 @@ def parse_inventory_document(
         if not isinstance(devices, list):
             raise InventoryError(f"{at}.devices: must be a list, got {devices!r}")
         try:
-            decoded = vendor.decode_inventory(json.dumps(devices))
+            decoded = decode(json.dumps(devices))
         except InventoryError as exc:
             raise InventoryError(f"{at}.devices: {exc}") from None
         nodes.append(
@@ -282,7 +285,7 @@ class InventoryService:
                     else None
                 )
             inventory = node_inventory(
-                view, self._cluster.vendor, previous=previous, split_count=self._split_count
+                view, self._cluster.vendors, previous=previous, split_count=self._split_count
             )
             if inventory is None or inventory == previous:
                 self._seen[view.name] = (view.resource_version, signature)
@@ -328,7 +331,7 @@ class InventoryService:
             ]
         if not unknown:
             return 0
-        vendor = self._cluster.vendor
+        vendor = self._cluster.vendors
         fresh: list[NodeInventory] = []
         versions: dict[str, str] = {}
         with collector_paused():
@@ -415,9 +418,10 @@ class InventoryService:
         self._seen.pop(name, None)
 
     def _signature(self, view: NodeView) -> tuple[Any, ...]:
-        vendor = self._cluster.vendor
+        vendors = self._cluster.vendors
+        annotations = view.annotations
         return (
-            view.annotations.get(vendor.inventory_annotation),
-            view.annotations.get(vendor.cordon_annotation),
+            tuple(annotations.get(key) for key in vendors.node_keys()),
+            tuple(annotations.get(key) for key in vendors.cordon_keys()),
             tuple(sorted(view.labels.items())),
         )

@@ -123,7 +123,7 @@ class PreemptionService:
         self, pod: Mapping[str, Any], candidates: Mapping[str, NodeVictims]
     ) -> PreemptOutcome:
         try:
-            request = self._cluster.vendor.parse_pod(pod)
+            request = self._cluster.vendors.parse_pod(pod)
         except RequestError as exc:
             # No Error field exists in the preemption result: no preemption is the safe
             # answer, and the reason is logged.

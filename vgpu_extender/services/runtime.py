@@ -35,7 +35,7 @@ from vgpu_extender.services.sync import SyncService
 from vgpu_extender.settings import Settings
 from vgpu_extender.store.database import check_writable, wait_for_database
 from vgpu_extender.store.sessions import Engine, Sessions
-from vgpu_extender.vendors import Vendor, create_vendor
+from vgpu_extender.vendors import Vendor, VendorSet, create_vendor_set
 
 logger = logging.getLogger(__name__)
 
@@ -85,17 +85,17 @@ class Runtime:
         *,
         kube: KubeClient | None = None,
         clock: Callable[[], datetime] = lambda: datetime.now(UTC),
-        vendor: Vendor | None = None,
+        vendor: Vendor | VendorSet | None = None,
         hooks: ServiceHooks | None = None,
     ) -> Runtime:
         """Wire the services; nothing touches the database or the network yet.
 
-        ``vendor`` replaces the one the settings name (a vendor defined outside the
-        registry, as the test suite's own); ``hooks`` are what the services report to
-        (the HTTP layer's metrics and Events)."""
+        ``vendor`` replaces the vendors the settings name (a vendor defined outside the
+        registry, as the test suite's own, or a set of them); ``hooks`` are what the
+        services report to (the HTTP layer's metrics and Events)."""
         hooks = hooks if hooks is not None else ServiceHooks()
         if vendor is None:
-            vendor = create_vendor(settings.vendor, settings.vendor_config())
+            vendor = create_vendor_set(settings.vendor, settings.vendor_config)
         cluster = ClusterState(vendor=vendor, profile=profile_from_settings(settings))
         engine = store.make_engine(settings.database_url, pool_size=settings.database_pool_size)
         sessions = store.session_factory(engine)
@@ -147,7 +147,7 @@ class Runtime:
                     engine=engine, sessions=sessions, cluster=cluster, marker=marker, clock=clock
                 ),
                 publisher=(
-                    KubePublisher(kube, vendor.parse_pod)
+                    KubePublisher(kube, cluster.vendors.parse_pod)
                     if kube is not None
                     else StandalonePublisher(cluster, persist_node=inventory.persist)
                 ),
@@ -179,14 +179,14 @@ class Runtime:
         check_writable(self.engine)
         nodes, pods = self.cluster.load(self.sessions)
         logger.info("index rebuilt from the store: %d nodes, %d pods", nodes, pods)
-        vendor = self.cluster.vendor
+        vendors = self.cluster.vendors
         if settings.demo:
             self.inventory.register(
                 demo_inventory(priority_label=settings.priority_label), source="file"
             )
         if settings.inventory_file is not None:
             inventories = load_inventory_file(
-                settings.inventory_file, vendor, split_count=settings.split_count
+                settings.inventory_file, vendors, split_count=settings.split_count
             )
             self.inventory.register(inventories, source="file")
             logger.info("inventory file: %d nodes", len(inventories))

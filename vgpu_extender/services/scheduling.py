@@ -98,7 +98,7 @@ class SchedulingService:
             known = self._pods.get(uid, version=version)
             if known is not None:
                 return known
-        request = self._cluster.vendor.parse_pod(pod)
+        request = self._cluster.vendors.parse_pod(pod)
         if request.managed:
             self._pods.put(request, version=version)
         return request
@@ -167,7 +167,7 @@ class SchedulingService:
         with self._cluster.lock:
             result = self._cluster.planner.filter(request, candidates)
         outcome = FilterOutcome(feasible=result.feasible)
-        _reject(outcome, result.rejections, self._cluster.vendor.wording)
+        _reject(outcome, result.rejections, self._cluster.vendors.wording_for(request))
         return outcome
 
     def _filter_one(
@@ -190,7 +190,7 @@ class SchedulingService:
             for name in feasible:
                 if name != chosen:
                     outcome.failed[name] = NOT_CHOSEN
-        _reject(outcome, result.rejections, self._cluster.vendor.wording)
+        _reject(outcome, result.rejections, self._cluster.vendors.wording_for(request))
         return outcome
 
     def prioritize(

@@ -260,7 +260,7 @@ class SyncService:
             _warn(exc, "pod event %s for %r not applied: %s", kind, pod.get("metadata"), exc)
 
     def _ours(self, pod: KubeObject) -> bool:
-        return self._cluster.vendor.node_annotation in kobj.annotations(pod)
+        return self._cluster.vendors.node_annotation in kobj.annotations(pod)
 
     # ----------------------------------------------------------------- reconcile
     def reconcile(self, pods: Sequence[KubeObject], *, listed_at: datetime) -> ReconcileReport:
@@ -448,7 +448,7 @@ class SyncService:
             node=exc.node,
             devices=exc.devices,
             held_by=held_by,
-            reason=self._cluster.vendor.wording.text(exc.reason) if exc.reason is not None else "",
+            reason=self._cluster.vendors.wording.text(exc.reason) if exc.reason is not None else "",
             message=exc.detail,
             since=now,
             seen=now,
@@ -474,19 +474,20 @@ class SyncService:
             )
 
     def _annotated(self, pod: KubeObject) -> PodAssignment | None:
-        vendor = self._cluster.vendor
+        vendors = self._cluster.vendors
         annotations = kobj.annotations(pod)
-        node = annotations.get(vendor.node_annotation, "")
-        value = annotations.get(vendor.assignment_annotation)
-        if not node or value is None or node != kobj.node_name(pod):
+        node = annotations.get(vendors.node_annotation, "")
+        if not node or node != kobj.node_name(pod):
+            return None
+        if not any(key in annotations for key in vendors.assignment_keys()):
             return None
         try:
-            init = tuple(c.init for c in vendor.parse_pod(pod).containers)
+            init = tuple(c.init for c in vendors.parse_pod(pod).containers)
         except RequestError:
             init = ()
         try:
-            grants = vendor.decode_assignment(value, init=init)
-            if not any(grants):
+            grants = vendors.decode_assignments(annotations, init=init)
+            if grants is None or not any(grants):
                 return None
             return PodAssignment(node, grants, init if len(init) == len(grants) else ())
         except (AnnotationError, ValueError) as exc:

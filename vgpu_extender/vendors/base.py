@@ -67,6 +67,11 @@ class Vendor(Protocol):
         ...
 
     @property
+    def node_keys(self) -> tuple[str, ...]:
+        """Every node annotation ``decode_node`` reads (a change of any is a new inventory)."""
+        ...
+
+    @property
     def cordon_annotation(self) -> str:
         """The node annotation listing device UUIDs that take no new allocations."""
         ...

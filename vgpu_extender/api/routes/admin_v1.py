@@ -154,7 +154,7 @@ def put_inventory(body: InventoryIn, runtime: RuntimeDep) -> InventoryChangeOut:
     try:
         nodes = parse_inventory_document(
             body.model_dump(),
-            runtime.cluster.vendor,
+            runtime.cluster.vendors,
             split_count=runtime.settings.split_count,
             where="body",
         )

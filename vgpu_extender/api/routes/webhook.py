@@ -114,7 +114,7 @@ def webhook(review: AdmissionReviewIn, runtime: RuntimeDep) -> dict[str, Any]:
     cluster = runtime.cluster
     decision = admission.decide(
         request.object,
-        vendor=cluster.vendor,
+        vendor=cluster.vendors,
         scheduler_name=runtime.settings.scheduler_name,
         operation=request.operation,
         largest=lambda: largest(cluster),

@@ -62,6 +62,10 @@ class NvidiaVendor:
         return self._config.register_annotation
 
     @property
+    def node_keys(self) -> tuple[str, ...]:
+        return (self._config.register_annotation,)
+
+    @property
     def cordon_annotation(self) -> str:
         return self._config.cordon_annotation
 
