@@ -111,6 +111,14 @@ def test_consumed_and_held() -> None:
     assert SHARE.held(DeviceUsage(memory_mib=1, cores=100, slots=1)).exclusive
 
 
+def test_hami_add_resource_usage_literal() -> None:
+    # Usage {0 used, 15 cores, 2000 MiB} plus a share of 50 cores and 1024 MiB.
+    used = Capacity(0, 2000, 15)
+    taken = SHARE.consumed(Capacity(4, 65536, 100), _ask(1024, 50))
+    after = Capacity(*(u + t for u, t in zip(used, taken, strict=True)))
+    assert after == Capacity(1, 3024, 65)
+
+
 def test_misfit_texts_name_numbers_and_no_percent_sign() -> None:
     used, total = Capacity(5, 70000, 120), Capacity(4, 65536, 100)
     for stage in SHARE.stages:
