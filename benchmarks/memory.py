@@ -99,6 +99,7 @@ def populate_store(url: str, nodes: int) -> None:
             "pod_name": uid,
             "node": assignment.node,
             "device_uuid": grant.uuid,
+            "vendor": grant.vendor,
             "container_index": 0,
             "init": False,
             "memory_mib": grant.memory_mib,

@@ -17,12 +17,12 @@ import pytest
 from tests.support.server import StartExtender, args, bind_args, place, pod_json
 from vgpu_extender.domain import NEUTRAL_WORDING, Reason, Rejection, Wording
 from vgpu_extender.domain.text import PERCENT_STAND_IN, without_format_verbs
-from vgpu_extender.vendors import VENDORS, create_vendor
+from vgpu_extender.vendors import VENDORS, create_vendors
 
 DEMO = ["demo-a100-1", "demo-a100-2", "demo-t4-1", "demo-t4-2"]
 #: The neutral words and every registered vendor's.
 WORDING_NAMES = {"neutral": NEUTRAL_WORDING} | {
-    name: create_vendor(name).wording for name in VENDORS
+    name: create_vendors(name)[0].wording for name in VENDORS
 }
 WORDINGS = list(WORDING_NAMES.values())
 

@@ -6,7 +6,15 @@ from typing import Any
 
 import pytest
 
-from vgpu_extender.vendors import VENDORS, Vendor, create_vendor
+from vgpu_extender.vendors import (
+    VENDORS,
+    Vendor,
+    VendorSet,
+    create_vendor,
+    create_vendor_set,
+    create_vendors,
+)
+from vgpu_extender.vendors.ascend import AscendChipVendor
 from vgpu_extender.vendors.nvidia import NvidiaConfig, NvidiaVendor
 
 HAMI_RESOURCES = frozenset(
@@ -42,8 +50,50 @@ def test_settings_rename_resources() -> None:
 
 
 def test_unknown_vendor_lists_known_ones() -> None:
-    with pytest.raises(ValueError, match="unknown vendor 'amd'; known: nvidia"):
+    with pytest.raises(ValueError, match="unknown vendor 'amd'; known: ascend, nvidia"):
         create_vendor("amd")
+
+
+def test_a_factory_of_several_vendors_builds_one_per_chip() -> None:
+    chips = create_vendors("ascend")
+    assert all(isinstance(v, AscendChipVendor) for v in chips)
+    assert [v.name for v in chips] == [
+        "Ascend910A",
+        "Ascend910B2",
+        "Ascend910B3",
+        "Ascend910B4-1",
+        "Ascend910B4",
+        "Ascend310P",
+        "Ascend910C",
+    ]
+    with pytest.raises(ValueError, match="'ascend' has 7 members; build them as a set"):
+        create_vendor("ascend")
+
+
+def test_a_vendor_set_is_named_by_a_comma_separated_setting() -> None:
+    vendors = create_vendor_set(" NVIDIA , ascend ")
+    assert isinstance(vendors, VendorSet)
+    assert vendors.names[:2] == ("NVIDIA", "Ascend910A") and len(vendors.names) == 8
+    assert vendors.primary.name == "NVIDIA"
+    assert "huawei.com/Ascend910B3-memory" in vendors.resource_names
+    assert "nvidia.com/gpu" in vendors.resource_names
+    assert vendors.shares.of("Ascend910C").noun == "npu"
+    assert vendors.shares.of("NVIDIA").noun == "gpu"
+
+
+@pytest.mark.parametrize(
+    ("names", "message"),
+    [
+        ("nvidia,amd", "unknown vendor 'amd'"),
+        ("nvidia,,ascend", "no vendor named"),
+        ("nvidia,NVIDIA", "named twice"),
+        ("", "no vendor named"),
+    ],
+    ids=["unknown", "empty-part", "twice", "empty"],
+)
+def test_bad_vendor_lists_are_refused(names: str, message: str) -> None:
+    with pytest.raises(ValueError, match=message):
+        create_vendor_set(names)
 
 
 def test_registry_is_read_only() -> None:

@@ -11,6 +11,7 @@ from types import MappingProxyType
 from typing import Any
 
 from vgpu_extender.domain.share import ShareModel
+from vgpu_extender.vendors.ascend import ascend_vendors
 from vgpu_extender.vendors.base import Vendor
 from vgpu_extender.vendors.nvidia import NvidiaConfig, NvidiaVendor
 from vgpu_extender.vendors.nvidia.share import NVIDIA_SHARE
@@ -25,7 +26,9 @@ def _nvidia(settings: Mapping[str, Any]) -> Vendor:
 
 
 #: Name -> factory. Read-only: adding a vendor is one entry here.
-VENDORS: Mapping[str, VendorFactory] = MappingProxyType({"nvidia": _nvidia})
+VENDORS: Mapping[str, VendorFactory] = MappingProxyType(
+    {"nvidia": _nvidia, "ascend": ascend_vendors}
+)
 
 #: The share model of an index or a store re-check built without one: the default
 #: vendor's (the vendor set chosen by settings passes its own).
