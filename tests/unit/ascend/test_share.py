@@ -1,6 +1,7 @@
 """The NPU share stages (HAMi's per-device Fit checks 4-11, in its order) on single
 devices and the same verdicts on a NumPy grid, what a share takes, and the topology pick
-(HAMi's NetworkID and 910C pairing cases)."""
+(HAMi's NetworkID and 910C pairing cases, and the best-fit ring choice that improves on
+HAMi's "largest ring first")."""
 
 from __future__ import annotations
 
@@ -17,7 +18,6 @@ from vgpu_extender.vendors.ascend.share import (
     ascend_share,
     pick_910c,
     pick_by_network,
-    pick_first,
 )
 
 CHIPS = {chip.common_word: chip for chip in DEFAULT_CHIPS}
@@ -145,34 +145,74 @@ def test_hami_schedule_by_network_id() -> None:
     assert _uuids(fitting, pick_by_network(fitting, 2)) == ["dev-2", "dev-1"]
 
 
-def test_network_pick_fills_from_the_largest_ring_then_the_next() -> None:
+def test_a_request_no_ring_holds_fills_both_rings_largest_first() -> None:
     fitting = [_npu("a", 0, 0), _npu("b", 4, 1), _npu("c", 5, 1), _npu("d", 1, 0), _npu("e", 6, 1)]
     assert _uuids(fitting, pick_by_network(fitting, 4)) == ["b", "c", "e", "a"]
 
 
-def test_network_pick_ties_go_to_the_ring_seen_first() -> None:
-    fitting = [_npu("a", 4, 1), _npu("b", 0, 0), _npu("c", 5, 1), _npu("d", 1, 0)]
-    assert _uuids(fitting, pick_by_network(fitting, 2)) == ["a", "c"]
-    assert _uuids(fitting, pick_by_network(fitting, 3)) == ["a", "c", "b"]
+def _rings(*sizes: int) -> list[Device]:
+    """Fitting NPUs in policy order: ring 0's first, then ring 1's, and so on."""
+    return [
+        _npu(f"r{ring}-{i}", 4 * ring + i, ring)
+        for ring, size in enumerate(sizes)
+        for i in range(size)
+    ]
 
 
-def test_network_pick_exact_single_and_short() -> None:
-    fitting = [_npu("a", 4, 1), _npu("b", 0, 0), _npu("c", 1, 0)]
-    assert pick_by_network(fitting, 3) == (0, 1, 2)
-    assert pick_by_network(fitting, 1) == (0,)
-    assert pick_by_network(fitting, 4) is None
+def _rings_of(fitting: list[Device], picked: tuple[int, ...] | None) -> list[int]:
+    assert picked is not None
+    return [int(fitting[i].custom("NetworkID") or 0) for i in picked]
 
 
-def test_network_pick_without_network_ids_takes_the_first() -> None:
-    fitting = [_npu("a", 4, 1), _npu("b", 0), _npu("c", 1, 0), _npu("d", 5, 1)]
-    assert pick_by_network(fitting, 2) == (0, 1)
-    assert pick_first(fitting, 3) == (0, 1, 2)
-    assert pick_first(fitting, 5) is None
+def test_best_fit_takes_the_ring_that_leaves_the_fewest_stranded() -> None:
+    # Ring 0 has 4 fitting NPUs, ring 1 has 2. HAMi fills from ring 0 (the most
+    # fitting); best fit takes ring 1 and keeps ring 0 whole for a 4-chip request.
+    fitting = _rings(4, 2)
+    assert _rings_of(fitting, pick_by_network(fitting, 2)) == [1, 1]
+    assert _rings_of(fitting, pick_by_network(fitting, 1)) == [1]
+    assert _rings_of(fitting, pick_by_network(fitting, 3)) == [0, 0, 0]
+    assert _rings_of(fitting, pick_by_network(fitting, 4)) == [0, 0, 0, 0]
 
 
-def test_network_ids_as_floats_group_with_ints() -> None:
-    fitting = [_npu("a", 0, 0), _npu("b", 4, 1.0), _npu("c", 5, 1)]
-    assert _uuids(fitting, pick_by_network(fitting, 2)) == ["b", "c"]
+def test_a_single_npu_goes_where_it_strands_least_not_first_in_policy_order() -> None:
+    fitting = [_npu("a", 0, 0), _npu("b", 1, 0), _npu("c", 4, 1)]
+    assert _uuids(fitting, pick_by_network(fitting, 1)) == ["c"]
+
+
+@pytest.mark.parametrize("count", [1, 2, 3, 4])
+def test_a_request_one_ring_holds_is_never_split(count: int) -> None:
+    for sizes in ((4, 4), (4, 3), (3, 4), (2, 4), (4, 1), (1, 4), (4, 3, 4)):
+        fitting = _rings(*sizes)
+        picked = pick_by_network(fitting, count)
+        assert picked is not None and len(picked) == count
+        assert len(set(_rings_of(fitting, picked))) == 1, (sizes, count)
+        left = [size for size in sizes if size >= count]
+        # The ring taken is the tightest that holds it.
+        assert sizes[_rings_of(fitting, picked)[0]] == min(left), (sizes, count)
+
+
+def test_within_the_ring_the_policy_order_decides() -> None:
+    fitting = [_npu("x", 5, 1), _npu("a", 0, 0), _npu("y", 4, 1), _npu("b", 1, 0), _npu("c", 2, 0)]
+    assert _uuids(fitting, pick_by_network(fitting, 2)) == ["x", "y"]
+
+
+def test_a_request_bigger_than_any_ring_fills_the_fewest_rings_best_fit() -> None:
+    # Rings of 4, 4 and 3 for 6 NPUs: two rings; {4, 3} strands one NPU, {4, 4} two.
+    fitting = _rings(4, 4, 3)
+    assert _rings_of(fitting, pick_by_network(fitting, 6)) == [0, 0, 0, 0, 2, 2]
+    # Rings of 1, 4, 4 and 3 for 8: the two rings of 4, none stranded.
+    fitting = _rings(1, 4, 4, 3)
+    assert _rings_of(fitting, pick_by_network(fitting, 8)) == [1] * 4 + [2] * 4
+    # Rings of 2, 2 and 2 for 5: three rings, however they are taken.
+    fitting = _rings(2, 2, 2)
+    assert _rings_of(fitting, pick_by_network(fitting, 5)) == [0, 0, 1, 1, 2]
+
+
+def test_many_rings_fall_back_to_the_largest_first() -> None:
+    fitting = _rings(*([1] * 30), 2)
+    picked = pick_by_network(fitting, 20)
+    assert picked is not None and len(set(picked)) == 20
+    assert _rings_of(fitting, picked)[:2] == [30, 30]
 
 
 @pytest.mark.parametrize(
@@ -199,6 +239,15 @@ def test_each_chip_gets_its_pick_rule() -> None:
     assert ascend_share(CHIPS["Ascend910C"]).pick is pick_910c
     assert ascend_share(CHIPS["Ascend910A"]).pick is pick_by_network
     assert ascend_share(CHIPS["Ascend910B4-1"]).pick is pick_by_network
-    assert ascend_share(CHIPS["Ascend310P"]).pick is pick_first
     renamed = dataclasses.replace(CHIPS["Ascend910B3"], common_word="Ascend910B")
     assert ascend_share(renamed).pick is pick_by_network
+    # No topology: the engine's first ``count`` in policy order, no exact choice.
+    assert ascend_share(CHIPS["Ascend310P"]).pick is None
+
+
+def test_only_910c_modules_refuse_sets() -> None:
+    # The ring choice is a preference: counting fitting NPUs stays exact, so a node
+    # the grid passes needs no exact choice; 910C's module rule can refuse one.
+    assert ascend_share(CHIPS["Ascend910C"]).pick_refuses
+    assert not ascend_share(CHIPS["Ascend910B3"]).pick_refuses
+    assert not ascend_share(CHIPS["Ascend910A"]).pick_refuses

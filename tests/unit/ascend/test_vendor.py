@@ -1,11 +1,11 @@
 """Each configured chip is one ``Vendor``: its names derive from its CommonWord, its
-words are NPU words, and it reads and writes through its own codecs."""
+words are HAMi's reason constants, and it reads and writes through its own codecs."""
 
 from __future__ import annotations
 
 import pytest
 
-from vgpu_extender.domain import NEUTRAL_WORDING, DeviceGrant, PodAssignment, Reason
+from vgpu_extender.domain import NEUTRAL_WORDING, DeviceGrant, PodAssignment, Reason, Rejection
 from vgpu_extender.vendors import AdmissionNames, Vendor
 from vgpu_extender.vendors.ascend import AscendChipVendor, ascend_vendors
 from vgpu_extender.vendors.ascend.wording import ASCEND_WORDING
@@ -108,7 +108,7 @@ def test_inventory_round_trip_and_cordon() -> None:
     assert vendor.decode_cordon(" d0, ,d1") == frozenset({"d0", "d1"})
 
 
-def test_npu_words_cover_every_reason_uniquely() -> None:
+def test_npu_words_are_hamis_reason_constants_and_unique() -> None:
     texts = ASCEND_WORDING.texts
     assert set(texts) == set(Reason) == set(NEUTRAL_WORDING.texts)
     values = list(texts.values())
@@ -116,5 +116,28 @@ def test_npu_words_cover_every_reason_uniquely() -> None:
     for text in values:
         assert "%" not in text
         assert not any(other != text and other.startswith(text) for other in values), text
-    assert texts[Reason.MEMORY] == "insufficient npu memory"
-    assert all("npu" in texts[r] for r in (Reason.SLOTS, Reason.CORES, Reason.COMBINATION))
+    # HAMi's constants (pkg/device/common/common.go) where HAMi has one.
+    assert {reason: texts[reason] for reason in HAMI_WORDS} == HAMI_WORDS
+    # The rest stay NPU words, not the neutral "device" ones.
+    assert all("npu" in texts[r] for r in (Reason.NO_DEVICES, Reason.CORDONED, Reason.CONFLICTED))
+
+
+HAMI_WORDS = {
+    Reason.SLOTS: "CardTimeSlicingExhausted",
+    Reason.MEMORY: "CardInsufficientMemory",
+    Reason.CORES: "CardInsufficientCore",
+    Reason.EXCLUSIVE: "ExclusiveDeviceAllocateConflict",
+    Reason.NO_COMPUTE: "CardComputeUnitsExhausted",
+    Reason.UNHEALTHY: "CardNotHealth",
+    Reason.TYPE_MISMATCH: "CardTypeMismatch",
+    Reason.UUID_MISMATCH: "CardUuidMismatch",
+    Reason.NUMA: "NumaNotFit",
+    Reason.NOT_ENOUGH_DEVICES: "NodeInsufficientDevice",
+    Reason.MODE_MISMATCH: "ModeNotFit",
+    Reason.COMBINATION: "AllocatedCardsInsufficientRequest",
+}
+
+
+def test_a_memory_rejection_reads_as_hamis_with_numbers() -> None:
+    text = Rejection(Reason.MEMORY, 16384, 8192).message(ASCEND_WORDING)
+    assert text == "CardInsufficientMemory: need 16384 MiB, best free 8192 MiB"

@@ -14,6 +14,8 @@ off other nodes.
 
 from __future__ import annotations
 
+import itertools
+import math
 from collections.abc import Sequence
 
 from vgpu_extender.domain import Device, DeviceUsage, Reason
@@ -21,6 +23,7 @@ from vgpu_extender.domain.share import (
     Capacity,
     CapacityView,
     HeldShare,
+    PickRule,
     ShareDemand,
     ShareModel,
     Stage,
@@ -115,13 +118,16 @@ STAGES = (
 
 
 def ascend_share(chip: ChipConfig) -> ShareModel:
-    """The share model of one chip's NPUs, with the chip's topology pick."""
+    """The share model of one chip's NPUs, with the chip's topology pick: 910C's modules
+    (a rule that refuses sets), 910A/910B's rings (a preference only, so the engine's
+    device count stays exact), and none for chips without topology (the engine takes
+    the first ``count`` in policy order, with no exact choice to pay for)."""
+    pick: PickRule | None = None
+    refuses = False
     if chip.is_910c:
-        pick = pick_910c
+        pick, refuses = pick_910c, True
     elif chip.has_network_topology:
         pick = pick_by_network
-    else:
-        pick = pick_first
     return ShareModel(
         name=chip.common_word,
         stages=STAGES,
@@ -129,25 +135,32 @@ def ascend_share(chip: ChipConfig) -> ShareModel:
         held=_held,
         noun="npu",
         pick=pick,
+        pick_refuses=refuses,
     )
 
 
 # -- which NPUs a container takes --------------------------------------------------
 
-
-def pick_first(fitting: Sequence[Device], count: int) -> tuple[int, ...] | None:
-    """No topology: the first ``count`` in the device policy's order."""
-    return tuple(range(count)) if len(fitting) >= count else None
+#: Above this many ways of choosing rings, the fewest rings are filled largest first
+#: (HAMi's plugin registers two rings per node; the bound keeps a hostile inventory of
+#: many rings from costing a combinatorial search).
+_MOST_RING_SETS = 4096
 
 
 def pick_by_network(fitting: Sequence[Device], count: int) -> tuple[int, ...] | None:
-    """910A and 910B*: when every fitting NPU carries a NetworkID (its HCCS ring), fill
-    from the ring with the most fitting NPUs (HAMi's ``computeBestCombination``: the
-    emptiest ring, not the best fit); a tie goes to the ring seen first. Without
-    NetworkIDs, the first ``count``."""
+    """910A and 910B*: when every fitting NPU carries a NetworkID (its HCCS ring), the
+    ring that holds the request and leaves the fewest fitting NPUs stranded after it
+    (best fit), so that whole rings stay whole for the requests that need them; a
+    request no ring holds fills the fewest rings, the set of them leaving the fewest
+    stranded, largest ring first. Ties go to the ring the policy's order sees first,
+    and within a ring the policy's order decides. Without NetworkIDs, the first
+    ``count``.
+
+    HAMi's ``computeBestCombination`` fills from the ring with the most fitting NPUs
+    instead, which splits a later 4-chip request that one ring could have held."""
     if len(fitting) < count:
         return None
-    if count <= 1 or len(fitting) == count:
+    if count == 0 or len(fitting) == count:
         return tuple(range(count))
     networks = [device.custom(NETWORK_ID) for device in fitting]
     if any(network is None for network in networks):
@@ -155,10 +168,31 @@ def pick_by_network(fitting: Sequence[Device], count: int) -> tuple[int, ...] | 
     groups: dict[object, list[int]] = {}
     for position, network in enumerate(networks):
         groups.setdefault(network, []).append(position)
-    # sorted() is stable: equal sizes keep the order the rings were first seen in.
-    ranked = sorted(groups.values(), key=len, reverse=True)
-    chosen = [position for group in ranked for position in group][:count]
+    rings = list(groups.values())  # in the order the policy first sees each ring
+    holding = [ring for ring in rings if len(ring) >= count]
+    if holding:
+        # min() keeps the first of equals: the ring seen first.
+        return tuple(min(holding, key=len)[:count])
+    chosen = [position for ring in _fewest_rings(rings, count) for position in ring][:count]
     return tuple(chosen)
+
+
+def _fewest_rings(rings: list[list[int]], count: int) -> list[list[int]]:
+    """The fewest rings that together hold ``count`` (none holds it alone), the set with
+    the fewest NPUs over (ties: the set seen first), largest ring first."""
+    by_size = sorted(rings, key=len, reverse=True)  # stable: equals keep their order
+    needed, total = 0, 0
+    while total < count:
+        total += len(by_size[needed])
+        needed += 1
+    if math.comb(len(rings), needed) > _MOST_RING_SETS:
+        return by_size[:needed]
+    best, best_size = by_size[:needed], -1
+    for subset in itertools.combinations(rings, needed):
+        size = sum(len(ring) for ring in subset)
+        if size >= count and (best_size < 0 or size < best_size):
+            best, best_size = list(subset), size
+    return sorted(best, key=len, reverse=True)
 
 
 def pick_910c(fitting: Sequence[Device], count: int) -> tuple[int, ...] | None:

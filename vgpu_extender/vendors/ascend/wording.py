@@ -1,6 +1,8 @@
-"""The words Ascend users read for the reasons a node rejects a pod: NPU words over the
-neutral ones. No text is a prefix of another (``reason_of`` classifies a message by the
-text it starts with) and none holds a ``%``."""
+"""The words Ascend users read for the reasons a node rejects a pod: HAMi's reason
+constants (``pkg/device/common``) where HAMi has one, so a message reads as HAMi's
+``"1/1 CardInsufficientMemory"`` does (with numbers after it), and NPU words for the
+rest. No text is a prefix of another (``reason_of`` classifies a message by the text it
+starts with) and none holds a ``%``."""
 
 from __future__ import annotations
 
@@ -10,19 +12,20 @@ ASCEND_WORDING = Wording(
     texts={
         **NEUTRAL_WORDING.texts,
         Reason.NO_DEVICES: "no npus",
-        Reason.TYPE_MISMATCH: "npu type mismatch",
-        Reason.UUID_MISMATCH: "npu uuid mismatch",
-        Reason.UNHEALTHY: "unhealthy npus",
+        Reason.TYPE_MISMATCH: "CardTypeMismatch",
+        Reason.UUID_MISMATCH: "CardUuidMismatch",
+        Reason.UNHEALTHY: "CardNotHealth",
         Reason.CORDONED: "cordoned npus",
         Reason.CONFLICTED: "conflicted npus",
-        Reason.NOT_ENOUGH_DEVICES: "not enough npus",
-        Reason.SLOTS: "insufficient npu slots",
-        Reason.EXCLUSIVE: "exclusive npu conflict",
-        Reason.MEMORY: "insufficient npu memory",
-        Reason.CORES: "insufficient npu cores",
-        Reason.NO_COMPUTE: "no compute left on any npu",
-        Reason.MODE_MISMATCH: "npu mode mismatch",
-        Reason.COMBINATION: "no npu combination fits",
+        Reason.NOT_ENOUGH_DEVICES: "NodeInsufficientDevice",
+        Reason.NUMA: "NumaNotFit",
+        Reason.SLOTS: "CardTimeSlicingExhausted",
+        Reason.EXCLUSIVE: "ExclusiveDeviceAllocateConflict",
+        Reason.MEMORY: "CardInsufficientMemory",
+        Reason.CORES: "CardInsufficientCore",
+        Reason.NO_COMPUTE: "CardComputeUnitsExhausted",
+        Reason.MODE_MISMATCH: "ModeNotFit",
+        Reason.COMBINATION: "AllocatedCardsInsufficientRequest",
     },
     units=dict(NEUTRAL_WORDING.units),
 )
