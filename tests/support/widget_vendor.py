@@ -23,6 +23,7 @@ from vgpu_extender.domain import (
 )
 from vgpu_extender.domain.share import Capacity, HeldShare, ShareDemand, ShareModel, Stage
 from vgpu_extender.vendors import AdmissionNames
+from vgpu_extender.vendors.base import ContainerAdmission
 
 COUNT = "example.com/widget"
 MEMORY = "example.com/widget-mem"
@@ -89,6 +90,11 @@ class WidgetVendor:
             name=meta.get("name", ""),
             containers=tuple(containers),
         )
+
+    def admit(
+        self, container: Mapping[str, Any], pod: Mapping[str, Any]
+    ) -> ContainerAdmission | None:
+        return None
 
     @property
     def node_keys(self) -> tuple[str, ...]:

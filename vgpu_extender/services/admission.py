@@ -17,24 +17,33 @@ For a pod that asks for a managed resource (in any container, init containers to
 - apply HAMi's defaults, so HAMi's device plugin and HAMi-core see what HAMi's own
   webhook would have written: a container that gives memory or cores but no count
   gets one GPU; one that gives a bare count (or 100 % of memory) gets ``gpucores:
-  100``, an exclusive GPU; ``nvidia.com/priority`` becomes ``CUDA_TASK_PRIORITY``.
+  100``, an exclusive GPU; ``nvidia.com/priority`` becomes ``CUDA_TASK_PRIORITY``;
+- apply each vendor's own admission (``Vendor.admit``, HAMi's ``MutateAdmission``),
+  container by container: Ascend rounds memory to a template in limits and requests,
+  pairs 910C NPUs, sets the runtime class, and refuses what HAMi refuses, with HAMi's
+  message as the whole refusal (clients match it). The pod is read for the size check
+  as the admission leaves it.
 
-Pods that ask for no managed resource, and (privileged check aside) pods labelled or
-annotated ``hami.io/webhook: ignore``, pass untouched.
+Pods that ask for no managed resource get only what a vendor adds to every container
+(Ascend's ``ASCEND_VISIBLE_DEVICES=""`` of an ``overwriteEnv`` chip, so a pod that asks
+for no NPU sees none); they, and (privileged check aside) pods labelled or annotated
+``hami.io/webhook: ignore``, are otherwise left untouched.
 """
 
 from __future__ import annotations
 
 import base64
+import copy
 import json
 from collections.abc import Callable, Mapping, Sequence
-from dataclasses import dataclass, field
+from dataclasses import dataclass, field, replace
 from typing import Any
 
 from vgpu_extender.domain import ContainerRequest, RequestError
 from vgpu_extender.domain.text import without_format_verbs
 from vgpu_extender.services.largest import Largest
 from vgpu_extender.vendors import Vendor, VendorSet
+from vgpu_extender.vendors.base import ContainerAdmission
 
 IGNORE_KEY = "hami.io/webhook"
 IGNORE_VALUE = "ignore"
@@ -118,16 +127,26 @@ def decide(
     metadata = _mapping(pod.get("metadata"))
     spec = _mapping(pod.get("spec"))
     containers = list(_containers(spec))
+    ignored = next((key for key in ("labels", "annotations") if _ignored(metadata, key)), None)
+    current = spec.get("schedulerName") or ""
+    foreign = current not in REPLACEABLE_SCHEDULERS and current != scheduler_name
     if not any(_asks(c, managed) for _path, c in containers):
-        return Decision(True, "asks for no managed resource")
+        if ignored is not None or foreign:
+            return Decision(True, "asks for no managed resource")
+        try:
+            admitted = _admissions(containers, vendors, pod)
+        except RequestError:
+            admitted = []  # a refusal needs an ask; none here
+        env_only = [[ContainerAdmission(env=a.env) for a in found if a.env] for found in admitted]
+        return Decision(
+            True, "asks for no managed resource", tuple(_vendor_ops(containers, env_only))
+        )
     privileged = _privileged(spec)
     if privileged is not None:
         return privileged
-    for key in ("labels", "annotations"):
-        if _mapping(metadata.get(key)).get(IGNORE_KEY) == IGNORE_VALUE:
-            return Decision(True, f"{key[:-1]} {IGNORE_KEY}={IGNORE_VALUE}: left alone")
-    current = spec.get("schedulerName") or ""
-    if current not in REPLACEABLE_SCHEDULERS and current != scheduler_name:
+    if ignored is not None:
+        return Decision(True, f"{ignored[:-1]} {IGNORE_KEY}={IGNORE_VALUE}: left alone")
+    if foreign:
         return Decision(True, f"scheduled by {current!r}: left alone")
     node = spec.get("nodeName")
     if node:
@@ -137,7 +156,13 @@ def decide(
             "so its GPU share would never be allocated; leave nodeName empty",
         )
     try:
-        request = vendors.parse_pod(pod)
+        admissions = _admissions(containers, vendors, pod)
+    except RequestError as exc:
+        return Decision(False, str(exc))
+    as_admitted = _admitted_pod(pod, containers, admissions)
+    admitted_containers = list(_containers(_mapping(as_admitted.get("spec"))))
+    try:
+        request = vendors.parse_pod(as_admitted)
     except RequestError as exc:
         return Decision(False, f"the pod can never be scheduled: {exc}")
     if callable(largest) and request.managed:
@@ -150,8 +175,20 @@ def decide(
     patch: list[dict[str, Any]] = []
     if current != scheduler_name:
         patch.append({"op": "add", "path": "/spec/schedulerName", "value": scheduler_name})
-    for (path, container), parsed in zip(containers, request.containers, strict=False):
-        patch.extend(_defaults(path, container, [(ask, names_of(ask)) for ask in parsed.asks]))
+    defaults = [
+        _defaults(container, [(ask, names_of(ask)) for ask in parsed.asks])
+        for (_path, container), parsed in zip(admitted_containers, request.containers, strict=False)
+    ]
+    while len(defaults) < len(containers):
+        defaults.append(ContainerAdmission())
+    changes = [[*found, default] for found, default in zip(admissions, defaults, strict=True)]
+    patch.extend(_vendor_ops(containers, changes))
+    runtime_class = next(
+        (a.runtime_class_name for found in admissions for a in found if a.runtime_class_name),
+        "",
+    )
+    if runtime_class and not spec.get("runtimeClassName"):
+        patch.append({"op": "add", "path": "/spec/runtimeClassName", "value": runtime_class})
     return Decision(True, "", tuple(patch))
 
 
@@ -246,13 +283,67 @@ def _given(container: Mapping[str, Any], name: str | None) -> bool:
     return name in limits or name in requests
 
 
+def _ignored(metadata: Mapping[str, Any], key: str) -> bool:
+    return _mapping(metadata.get(key)).get(IGNORE_KEY) == IGNORE_VALUE
+
+
+def _admissions(
+    containers: Sequence[tuple[str, Mapping[str, Any]]],
+    vendors: VendorSet,
+    pod: Mapping[str, Any],
+) -> list[list[ContainerAdmission]]:
+    """Every vendor's admission of each container (what it changes), in order; raises
+    the first vendor's ``RequestError``."""
+    found: list[list[ContainerAdmission]] = []
+    for _path, container in containers:
+        changes: list[ContainerAdmission] = []
+        for member in vendors.members:
+            admitted = member.admit(container, pod)
+            if admitted is not None:
+                changes.append(admitted)
+        if any(a.uses for a in changes):
+            # What a vendor gives a container that does not use it (Ascend's "no NPU"
+            # env) must not hide the devices of a vendor the container does use.
+            changes = [a if a.uses else replace(a, env=()) for a in changes]
+        found.append(changes)
+    return found
+
+
+def _admitted_pod(
+    pod: Mapping[str, Any],
+    containers: Sequence[tuple[str, Mapping[str, Any]]],
+    admissions: Sequence[Sequence[ContainerAdmission]],
+) -> Mapping[str, Any]:
+    """The pod as the vendors' admissions leave its resources (a copy; ``pod`` itself
+    when nothing changes), for reading its request."""
+    if not any(a.limits or a.requests for found in admissions for a in found):
+        return pod
+    result: dict[str, Any] = copy.deepcopy(dict(pod))
+    spec = result["spec"]
+    for (path, _container), found in zip(containers, admissions, strict=True):
+        _, _, kind, position = path.split("/")
+        container = spec[kind][int(position)]
+        if not isinstance(container, dict):
+            continue
+        resources = container.get("resources")
+        if not isinstance(resources, dict):
+            resources = container["resources"] = {}
+        for key, attr in (("limits", "limits"), ("requests", "requests")):
+            values = {k: v for a in found for k, v in getattr(a, attr).items()}
+            if not values:
+                continue
+            if not isinstance(resources.get(key), dict):
+                resources[key] = {}
+            resources[key].update(values)
+    return result
+
+
 def _defaults(
-    path: str,
     container: Mapping[str, Any],
     asks: Sequence[tuple[ContainerRequest, ResourceNames]],
-) -> list[dict[str, Any]]:
-    """JSON Patch operations writing HAMi's defaults into one container, for each of its
-    asks (one per vendor) with that vendor's names."""
+) -> ContainerAdmission:
+    """HAMi's defaults for one container, for each of its asks (one per vendor) with
+    that vendor's names: the limits and environment to add."""
     add: dict[str, str] = {}
     env: dict[str, str] = {}
     for parsed, names in asks:
@@ -264,37 +355,74 @@ def _defaults(
                 add[names.cores] = names.exclusive_cores
         if parsed.priority is not None and names.priority is not None and names.priority_env:
             env.setdefault(names.priority_env, str(parsed.priority))
-    ops = _add_limits(path, container, add)
-    for name, value in env.items():
-        ops.extend(_add_env(path, container, name, value))
+    return ContainerAdmission(limits=add, env=tuple(env.items()))
+
+
+def _vendor_ops(
+    containers: Sequence[tuple[str, Mapping[str, Any]]],
+    changes: Sequence[Sequence[ContainerAdmission]],
+) -> list[dict[str, Any]]:
+    """JSON Patch operations for every container's changes, merged: one operation per
+    key, and a missing parent (``resources``, ``limits``, ``env``) created once with
+    everything that goes in it."""
+    ops: list[dict[str, Any]] = []
+    for (path, container), found in zip(containers, changes, strict=True):
+        limits = {k: v for a in found for k, v in a.limits.items()}
+        requests = {k: v for a in found for k, v in a.requests.items()}
+        ops.extend(_resource_ops(path, container, limits, requests))
+        env: dict[str, str] = {}
+        for admitted in found:
+            for name, value in admitted.env:
+                env.setdefault(name, value)
+        ops.extend(_env_ops(path, container, env))
     return ops
 
 
-def _add_limits(
-    path: str, container: Mapping[str, Any], add: Mapping[str, str]
+def _resource_ops(
+    path: str,
+    container: Mapping[str, Any],
+    limits: Mapping[str, str],
+    requests: Mapping[str, str],
 ) -> list[dict[str, Any]]:
-    if not add:
+    wanted = {key: dict(values) for key, values in (("limits", limits), ("requests", requests))}
+    wanted = {key: values for key, values in wanted.items() if values}
+    if not wanted:
         return []
-    if not isinstance(container.get("resources"), Mapping):
-        return [{"op": "add", "path": f"{path}/resources", "value": {"limits": dict(add)}}]
-    if not isinstance(container["resources"].get("limits"), Mapping):
-        return [{"op": "add", "path": f"{path}/resources/limits", "value": dict(add)}]
+    resources = container.get("resources")
+    if not isinstance(resources, Mapping):
+        return [{"op": "add", "path": f"{path}/resources", "value": wanted}]
+    ops: list[dict[str, Any]] = []
+    for key, values in wanted.items():
+        if not isinstance(resources.get(key), Mapping):
+            ops.append({"op": "add", "path": f"{path}/resources/{key}", "value": values})
+            continue
+        ops.extend(
+            {"op": "add", "path": f"{path}/resources/{key}/{_escape(name)}", "value": value}
+            for name, value in values.items()
+        )
+    return ops
+
+
+def _env_ops(
+    path: str, container: Mapping[str, Any], env: Mapping[str, str]
+) -> list[dict[str, Any]]:
+    current = container.get("env")
+    if not isinstance(current, Sequence) or isinstance(current, str):
+        if not env:
+            return []
+        return [
+            {
+                "op": "add",
+                "path": f"{path}/env",
+                "value": [{"name": name, "value": value} for name, value in env.items()],
+            }
+        ]
+    present = {e.get("name") for e in current if isinstance(e, Mapping)}
     return [
-        {"op": "add", "path": f"{path}/resources/limits/{_escape(name)}", "value": value}
-        for name, value in add.items()
+        {"op": "add", "path": f"{path}/env/-", "value": {"name": name, "value": value}}
+        for name, value in env.items()
+        if name not in present
     ]
-
-
-def _add_env(
-    path: str, container: Mapping[str, Any], name: str, value: str
-) -> list[dict[str, Any]]:
-    env = container.get("env")
-    entry = {"name": name, "value": value}
-    if not isinstance(env, Sequence) or isinstance(env, str):
-        return [{"op": "add", "path": f"{path}/env", "value": [entry]}]
-    if any(isinstance(e, Mapping) and e.get("name") == name for e in env):
-        return []
-    return [{"op": "add", "path": f"{path}/env/-", "value": entry}]
 
 
 def _escape(key: str) -> str:

@@ -8,7 +8,7 @@ the engine and the services, which speak only the domain types.
 from __future__ import annotations
 
 from collections.abc import Iterable, Mapping
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from typing import Any, Protocol
 
 from vgpu_extender.domain import Device, DeviceGrant, PodAssignment, PodRequest, Wording
@@ -30,6 +30,21 @@ class AdmissionNames:
     exclusive_cores: str = "100"
     #: The environment variable a container's priority is given in.
     priority_env: str | None = None
+
+
+@dataclass(frozen=True, slots=True)
+class ContainerAdmission:
+    """What a vendor's admission (HAMi's ``MutateAdmission``) changes in one container:
+    the limits and requests to set (added or replaced), environment variables to add
+    (one already there by name is kept), and the pod's ``runtimeClassName`` to set when
+    the pod has none ("" sets nothing). ``uses``: whether the container asks for this
+    vendor (HAMi's ``found``)."""
+
+    limits: Mapping[str, str] = field(default_factory=dict)
+    requests: Mapping[str, str] = field(default_factory=dict)
+    env: tuple[tuple[str, str], ...] = ()
+    runtime_class_name: str = ""
+    uses: bool = False
 
 
 class Vendor(Protocol):
@@ -88,6 +103,14 @@ class Vendor(Protocol):
 
     def parse_pod(self, pod: Mapping[str, Any]) -> PodRequest:
         """The pod's request; raises ``RequestError`` on bad input."""
+        ...
+
+    def admit(
+        self, container: Mapping[str, Any], pod: Mapping[str, Any]
+    ) -> ContainerAdmission | None:
+        """What the admission webhook changes in ``container`` (of ``pod``) beyond the
+        defaults of ``admission``; None: nothing. Raises ``RequestError`` whose text is
+        the vendor's own refusal (HAMi's, for clients that match it)."""
         ...
 
     def decode_inventory(self, value: str) -> tuple[Device, ...]:

@@ -8,8 +8,9 @@ import dataclasses
 import pytest
 
 from vgpu_extender.domain import RequestError
-from vgpu_extender.vendors.ascend import DEFAULT_CHIPS, ChipConfig
+from vgpu_extender.vendors.ascend import DEFAULT_CHIPS, AscendChipVendor, ChipConfig
 from vgpu_extender.vendors.ascend.admission import admit_container
+from vgpu_extender.vendors.base import ContainerAdmission
 
 CHIPS = {chip.common_word: chip for chip in DEFAULT_CHIPS}
 A910 = CHIPS["Ascend910A"]
@@ -142,3 +143,33 @@ def test_overwrite_env_hides_npus_from_containers_that_ask_for_none() -> None:
 def test_hostile_values_are_request_errors(limits: dict[str, str]) -> None:
     with pytest.raises(RequestError):
         admit_container(limits, {}, {}, A910)
+
+
+def test_the_vendor_admits_a_container_as_what_changes() -> None:
+    vendor = AscendChipVendor(A910)
+    container = {
+        "name": "main",
+        "resources": {
+            "limits": {"huawei.com/Ascend910A": "1", "huawei.com/Ascend910A-memory": "2000"}
+        },
+    }
+    admitted = vendor.admit(container, {"metadata": {}})
+    assert admitted == ContainerAdmission(
+        limits={"huawei.com/Ascend910A-memory": "2184"},
+        requests={"huawei.com/Ascend910A-memory": "2184"},
+        uses=True,
+    )
+    # A container that asks for another chip, or none, changes nothing (no overwriteEnv).
+    assert vendor.admit({"name": "x", "resources": {"limits": {"cpu": "1"}}}, {}) is None
+    assert vendor.admit({"name": "x"}, {}) is None
+
+
+def test_the_vendor_reads_the_mode_from_the_pod() -> None:
+    vendor = AscendChipVendor(CHIPS["Ascend910B3"])
+    limits = {"huawei.com/Ascend910B3": "1", "huawei.com/Ascend910B3-core": "5"}
+    container = {"name": "main", "resources": {"limits": limits}}
+    with pytest.raises(RequestError):
+        vendor.admit(container, {"metadata": {"annotations": {}}})
+    admitted = vendor.admit(container, {"metadata": {"annotations": HAMI_CORE}})
+    assert admitted is not None and admitted.uses
+    assert admitted.limits == {"huawei.com/Ascend910B3-memory": "65536"}

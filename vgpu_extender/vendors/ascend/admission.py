@@ -20,6 +20,7 @@ from vgpu_extender.domain import RequestError
 from vgpu_extender.domain.quantity import parse_quantity, quantity_to_int
 from vgpu_extender.vendors.ascend.allocation_codec import HAMI_CORE, VNPU_MODE_ANNOTATION
 from vgpu_extender.vendors.ascend.chips import ChipConfig
+from vgpu_extender.vendors.base import ContainerAdmission
 
 #: What an ``overwriteEnv`` chip gives a container that asks for none of it: no NPU.
 VISIBLE_DEVICES_ENV = "ASCEND_VISIBLE_DEVICES"
@@ -112,6 +113,39 @@ def admit_container(
     new_limits[chip.resource_memory_name] = str(memory)
     new_requests[chip.resource_memory_name] = str(memory)
     return Admitted(True, new_limits, new_requests, (), chip.runtime_class_name)
+
+
+def container_admission(
+    container: Mapping[str, Any], pod: Mapping[str, Any], chip: ChipConfig
+) -> ContainerAdmission | None:
+    """``admit_container`` on one container of a pod, as what changes: the limits and
+    requests whose value is new, the env to add, the runtime class; None when nothing
+    changes. Raises ``RequestError`` with HAMi's message."""
+    resources = _mapping(container.get("resources"))
+    limits, requests = _mapping(resources.get("limits")), _mapping(resources.get("requests"))
+    annotations = _mapping(_mapping(pod.get("metadata")).get("annotations"))
+    name = container.get("name")
+    admitted = admit_container(
+        limits, requests, annotations, chip, container=name if isinstance(name, str) else ""
+    )
+    result = ContainerAdmission(
+        limits=_changed(limits, admitted.limits),
+        requests=_changed(requests, admitted.requests),
+        env=admitted.env,
+        runtime_class_name=admitted.runtime_class_name,
+        uses=admitted.uses,
+    )
+    if result == ContainerAdmission():
+        return None
+    return result
+
+
+def _changed(before: Mapping[str, Any], after: Mapping[str, str]) -> dict[str, str]:
+    return {key: value for key, value in after.items() if str(before.get(key)) != value}
+
+
+def _mapping(value: object) -> Mapping[str, Any]:
+    return value if isinstance(value, Mapping) else {}
 
 
 def _mib(value: Any, chip: ChipConfig, container: str) -> int:

@@ -8,12 +8,12 @@ from typing import Any
 
 from vgpu_extender.domain import Device, DeviceGrant, PodAssignment, PodRequest, Wording
 from vgpu_extender.domain.share import ShareModel
-from vgpu_extender.vendors.ascend import allocation_codec, inventory_codec, request
+from vgpu_extender.vendors.ascend import admission, allocation_codec, inventory_codec, request
 from vgpu_extender.vendors.ascend.chips import ChipConfig
 from vgpu_extender.vendors.ascend.config import AscendConfig
 from vgpu_extender.vendors.ascend.share import ascend_share
 from vgpu_extender.vendors.ascend.wording import ASCEND_WORDING
-from vgpu_extender.vendors.base import AdmissionNames, Vendor
+from vgpu_extender.vendors.base import AdmissionNames, ContainerAdmission, Vendor
 
 
 class AscendChipVendor:
@@ -87,6 +87,11 @@ class AscendChipVendor:
 
     def parse_pod(self, pod: Mapping[str, Any]) -> PodRequest:
         return request.parse_pod(pod, self._chip, self._config)
+
+    def admit(
+        self, container: Mapping[str, Any], pod: Mapping[str, Any]
+    ) -> ContainerAdmission | None:
+        return admission.container_admission(container, pod, self._chip)
 
     def decode_inventory(self, value: str) -> tuple[Device, ...]:
         mode = inventory_codec.node_mode({}, default_core=self._config.hami_vnpu_core)

@@ -7,7 +7,7 @@ from typing import Any
 
 from vgpu_extender.domain import Device, DeviceGrant, PodAssignment, PodRequest, Wording
 from vgpu_extender.domain.share import ShareModel
-from vgpu_extender.vendors.base import AdmissionNames
+from vgpu_extender.vendors.base import AdmissionNames, ContainerAdmission
 from vgpu_extender.vendors.nvidia import allocation_codec, inventory_codec, request
 from vgpu_extender.vendors.nvidia.config import NvidiaConfig
 from vgpu_extender.vendors.nvidia.share import NVIDIA_SHARE
@@ -79,6 +79,12 @@ class NvidiaVendor:
 
     def parse_pod(self, pod: Mapping[str, Any]) -> PodRequest:
         return request.parse_pod(pod, self._config)
+
+    def admit(
+        self, container: Mapping[str, Any], pod: Mapping[str, Any]
+    ) -> ContainerAdmission | None:
+        # HAMi's NVIDIA defaults are the webhook's, from ``admission``.
+        return None
 
     def decode_inventory(self, value: str) -> tuple[Device, ...]:
         return inventory_codec.decode_inventory(value, vendor=self._config.vendor_word)
