@@ -18,6 +18,11 @@ the previous pod's bind changes the node it lands on (the time includes that cha
 so every candidate is judged and scored and every rejected node explained afresh (the
 first pod of a new shape).
 
+The Ascend cases run the same on nodes of eight 910B3 NPUs in two HCCS rings of four
+(NetworkID 0 and 1, as HAMi's plugin registers them), half of the nodes busy with template
+vNPUs and whole cards: a template vNPU, a 4-chip job (one ring) and an 8-chip job, under
+the 910B3's share model and its ring rule.
+
 Each repetition gets a freshly decoded candidate list, as a JSON request body would
 give it. The reference is ``engine/reference.py``'s plain loop plus a plain scoring
 loop on the same data.
@@ -51,6 +56,8 @@ from vgpu_extender.engine import ClusterIndex, to_extender_scores
 from vgpu_extender.engine.framework import Planner
 from vgpu_extender.engine.reference import free_capacity, reference_fit
 from vgpu_extender.policies import default_profile
+from vgpu_extender.vendors.ascend import DEFAULT_CHIPS, AscendChipVendor
+from vgpu_extender.vendors.ascend.inventory_codec import MODE_VNPU, network_id
 
 SIZES = (100, 1_000, 5_000)
 GPUS = 8
@@ -70,6 +77,29 @@ CASES: dict[str, PodRequest] = {
     "8-gpu-whole": PodRequest(
         uid="bench-whole",
         containers=(ContainerRequest("main", count=8, memory_percent=100, cores=100),),
+    ),
+}
+
+
+#: The Ascend chip of the NPU cases, and its request shapes (memory per NPU, MiB).
+ASCEND = AscendChipVendor(next(c for c in DEFAULT_CHIPS if c.common_word == "Ascend910B3"))
+NPU_WORD = ASCEND.name
+NPU_MEMORY = 65_536
+ASCEND_CASES: dict[str, PodRequest] = {
+    # huawei.com/Ascend910B3: 1, -memory: 16384 (template vir05_1c_16g)
+    "1-npu-vnpu": PodRequest(
+        uid="bench-vnpu",
+        containers=(ContainerRequest("main", count=1, memory_mib=16_384, vendor=NPU_WORD),),
+    ),
+    # huawei.com/Ascend910B3: 4 whole cards: one ring
+    "4-npu-whole": PodRequest(
+        uid="bench-ring",
+        containers=(ContainerRequest("main", count=4, memory_mib=NPU_MEMORY, vendor=NPU_WORD),),
+    ),
+    # huawei.com/Ascend910B3: 8 whole cards: the node
+    "8-npu-whole": PodRequest(
+        uid="bench-npus",
+        containers=(ContainerRequest("main", count=8, memory_mib=NPU_MEMORY, vendor=NPU_WORD),),
     ),
 }
 
@@ -118,6 +148,44 @@ def build_cluster(nodes: int, *, seed: int = 7) -> Cluster:
     return Cluster(index, names)
 
 
+def build_ascend_cluster(nodes: int, *, seed: int = 7) -> Cluster:
+    """``nodes`` nodes of eight 910B3 NPUs (two rings); a random half of them carry
+    allocations on every NPU: template vNPUs (16 or 32 GiB) or a whole card."""
+    rng = random.Random(seed)
+    index = ClusterIndex(share=ASCEND.share)
+    names = [f"npu-node-{i:05d}" for i in range(nodes)]
+    slots = ASCEND.chip.slots
+    for name in names:
+        devices = tuple(
+            Device(
+                uuid=f"NPU-{name}-{n}",
+                index=n,
+                count=slots,
+                memory_mib=NPU_MEMORY,
+                cores=ASCEND.chip.ai_core,
+                type=NPU_WORD,
+                mode=MODE_VNPU,
+                vendor=NPU_WORD,
+                custom_info=(("NetworkID", network_id(NPU_WORD, n) or 0),),
+            )
+            for n in range(GPUS)
+        )
+        index.upsert_node(NodeInventory(name=name, devices=devices))
+    pod = 0
+    for name in rng.sample(names, nodes // 2):
+        for n in range(GPUS):
+            uuid = f"NPU-{name}-{n}"
+            if rng.random() < 1 / 3:
+                shares = [NPU_MEMORY]
+            else:
+                shares = [rng.choice((16_384, 32_768)) for _ in range(rng.randint(1, 2))]
+            for memory in shares:
+                grant = DeviceGrant(uuid, memory, 0, NPU_WORD)
+                index.apply(f"pod-{pod}", PodAssignment(name, ((grant,),)))
+                pod += 1
+    return Cluster(index, names)
+
+
 def reference_decision(index: ClusterIndex, request: PodRequest, names: Sequence[str]) -> list[int]:
     """The plain loop: reference fit, then HAMi's node score node by node, scaled to 0..10."""
     feasible = reference_fit(index, request, names)
@@ -146,13 +214,14 @@ def reference_decision(index: ClusterIndex, request: PodRequest, names: Sequence
 
 def run(sizes: Sequence[int], *, quick: bool) -> list[dict[str, Any]]:
     results: list[dict[str, Any]] = []
-    for nodes in sizes:
-        cluster = build_cluster(nodes)
-        body = json.dumps(cluster.names)
-        # Fresh string objects per repetition, as each request body decodes anew.
-        lists = [json.loads(body) for _ in range(8)]
-        for case, request in CASES.items():
-            results.append(time_case(case, cluster, request, lists, quick=quick))
+    for build, cases in ((build_cluster, CASES), (build_ascend_cluster, ASCEND_CASES)):
+        for nodes in sizes:
+            cluster = build(nodes)
+            body = json.dumps(cluster.names)
+            # Fresh string objects per repetition, as each request body decodes anew.
+            lists = [json.loads(body) for _ in range(8)]
+            for case, request in cases.items():
+                results.append(time_case(case, cluster, request, lists, quick=quick))
     return results
 
 
@@ -217,7 +286,7 @@ def main(argv: Sequence[str] | None = None) -> int:
     args = parse_args(__doc__.splitlines()[0], argv)
     results = run(SIZES, quick=args.quick)
     print_table(
-        f"engine fit + score, {GPUS} GPUs per node, half allocated",
+        f"engine fit + score, {GPUS} GPUs (or NPUs) per node, half allocated",
         (
             "case",
             "nodes",

@@ -126,6 +126,10 @@ class ShareModel:
     #: Which fitting devices a container of several takes (topology); None: the first
     #: ``count`` in the device policy's order.
     pick: PickRule | None = None
+    #: Whether ``pick`` may refuse a node where enough devices fit one by one (910C's
+    #: whole modules): only then is each node the grid passes confirmed by the exact
+    #: choice. A rule that only prefers some devices (a ring) leaves counting exact.
+    pick_refuses: bool = True
 
     def stages_for(self, demand: ShareDemand) -> tuple[Stage, ...]:
         """The stages in force for ``demand``, in order."""

@@ -152,11 +152,14 @@ def fit(
 def needs_exact_choice(index: ClusterIndex, request: PodRequest) -> bool:
     """Whether counting fitting devices per node cannot decide alone: several device
     containers (they share the node's devices), or a container of several devices of a
-    vendor with a topology rule (which of them may go together)."""
+    vendor whose topology rule may refuse a set of them."""
     asks = request.device_containers
     if len(asks) > 1:
         return True
-    return bool(asks) and asks[0].count > 1 and index.shares.of(asks[0].vendor).pick is not None
+    if not asks or asks[0].count <= 1:
+        return False
+    share = index.shares.of(asks[0].vendor)
+    return share.pick is not None and share.pick_refuses
 
 
 def _unmanaged(

@@ -18,11 +18,10 @@ import logging
 from collections.abc import Callable
 from datetime import datetime
 
-from sqlalchemy import Engine
-from sqlalchemy.exc import SQLAlchemyError
-
 from vgpu_extender import store
 from vgpu_extender.services.background import BatchWorker
+from vgpu_extender.store.errors import FAILURES
+from vgpu_extender.store.sessions import Engine
 
 logger = logging.getLogger(__name__)
 
@@ -66,7 +65,7 @@ class BoundMarker:
         try:
             with self._engine.begin() as connection:
                 gone = store.mark_many_bound(connection, pod_uids=pod_uids, now=self._clock())
-        except (store.StoreError, SQLAlchemyError) as exc:  # the database may be down
+        except FAILURES as exc:  # the database may be down
             logger.error("%d bound pod(s) not recorded as bound yet: %s", len(pod_uids), exc)
             return
         for uid in sorted(gone):
