@@ -17,6 +17,10 @@ from typing import Annotated, Any
 import typer
 
 from device_plugins.agent import AgentStartError, DevicePluginAgent, splitting_from
+from device_plugins.ascend.agent import backend_for, build_agent
+from device_plugins.ascend.agent import describe as describe_ascend
+from device_plugins.ascend.settings import AscendSettings
+from device_plugins.ascend.startup import ascend_settings
 from device_plugins.discovery import DiscoveryBackend, DiscoveryError, make_backend
 from device_plugins.inventory import register_annotation, to_devices
 from device_plugins.kube import KubeAccessError, KubernetesGateway
@@ -117,7 +121,9 @@ def run(
         Path | None, _setting("device_plugin_dir", "Kubelet's device-plugins folder.")
     ] = None,
     socket_name: Annotated[str | None, _setting("socket_name", "Our socket's file name.")] = None,
-    discovery: Annotated[str | None, _setting("discovery", "nvml or static.")] = None,
+    discovery: Annotated[
+        str | None, _setting("discovery", "nvml or static (NVIDIA); npu-smi or ascend-static.")
+    ] = None,
     static_file: Annotated[
         Path | None, _setting("static_file", "Device file for 'static' discovery.")
     ] = None,
@@ -172,11 +178,15 @@ def run(
     try:
         settings = settings_from(overrides, FLAGS)
         check_files(settings, FLAGS)
+        ascend = ascend_settings(settings, FLAGS) if settings.vendor == "ascend" else None
     except StartupError as exc:
         raise _fail(str(exc), EXIT_SETTINGS) from None
     logging.basicConfig(
         level=settings.log_level, format="%(asctime)s %(levelname)s %(name)s: %(message)s"
     )
+    if ascend is not None:
+        _run_ascend(settings, ascend, dry_run=dry_run)
+        return
     backend = make_backend(settings)
     if dry_run:
         try:
@@ -193,6 +203,25 @@ def run(
     except KubeAccessError as exc:
         raise _fail(f"{exc}; fix {where('kubeconfig', FLAGS)}", EXIT_SETTINGS) from None
     _serve(DevicePluginAgent(settings, backend=backend, gateway=gateway), settings)
+
+
+def _run_ascend(settings: DevicePluginSettings, ascend: AscendSettings, *, dry_run: bool) -> None:
+    """The Ascend flavour: the chip is known once the node's chips are listed."""
+    try:
+        backend, flavour = backend_for(settings, ascend)
+        if dry_run:
+            typer.echo(describe_ascend(backend, flavour, settings))
+            return
+    except DiscoveryError as exc:
+        raise _fail(f"discovery failed: {exc}", EXIT_FAILED) from None
+    if not settings.node_name:
+        raise _fail(f"node name missing: set {where('node_name', FLAGS)}", EXIT_SETTINGS)
+    try:
+        gateway = KubernetesGateway.from_config(settings.kubeconfig)
+    except KubeAccessError as exc:
+        raise _fail(f"{exc}; fix {where('kubeconfig', FLAGS)}", EXIT_SETTINGS) from None
+    agent = build_agent(settings, ascend, gateway=gateway, backend=backend, flavour=flavour)
+    _serve(agent, agent.settings)
 
 
 def _serve(agent: DevicePluginAgent, settings: DevicePluginSettings) -> None:

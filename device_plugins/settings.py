@@ -16,6 +16,9 @@ KUBELET_DEVICE_PLUGIN_DIR = Path("/var/lib/kubelet/device-plugins")
 MAX_SOCKET_PATH = 107
 #: kubelet rejects device IDs longer than this.
 MAX_DEVICE_ID = 63
+#: Discoveries that read ``static_file``, and those that serve Ascend NPUs.
+STATIC_DISCOVERIES = ("static", "ascend-static")
+ASCEND_DISCOVERIES = ("npu-smi", "ascend-static")
 #: ``metrics_address`` that serves no metrics nor probes.
 METRICS_OFF = "off"
 
@@ -46,7 +49,9 @@ class DevicePluginSettings(BaseSettings):
     socket_name: str = "vgpu-nvidia.sock"
     kubelet_socket_name: str = "kubelet.sock"
 
-    discovery: Literal["nvml", "static"] = "nvml"
+    #: ``nvml`` or ``static`` serve NVIDIA GPUs; ``npu-smi`` or ``ascend-static`` (a
+    #: static chip file) serve Ascend NPUs, with ``device_plugins.ascend.settings``.
+    discovery: Literal["nvml", "static", "npu-smi", "ascend-static"] = "nvml"
     static_file: Path | None = None
     sysfs_root: Path = Path("/sys")
     health_checks: bool = True
@@ -126,8 +131,10 @@ class DevicePluginSettings(BaseSettings):
 
     @model_validator(mode="after")
     def _consistent(self) -> DevicePluginSettings:
-        if self.discovery == "static" and self.static_file is None:
-            raise ValueError("discovery 'static' needs static_file (VGPU_DP_STATIC_FILE)")
+        if self.discovery in STATIC_DISCOVERIES and self.static_file is None:
+            raise ValueError(
+                f"discovery {self.discovery!r} needs static_file (VGPU_DP_STATIC_FILE)"
+            )
         for socket in (self.plugin_socket, self.kubelet_socket):
             if len(str(socket)) > MAX_SOCKET_PATH:
                 raise ValueError(
@@ -135,6 +142,11 @@ class DevicePluginSettings(BaseSettings):
                     "use a shorter device_plugin_dir"
                 )
         return self
+
+    @property
+    def vendor(self) -> str:
+        """Whose devices the discovery serves: ``nvidia`` or ``ascend``."""
+        return "ascend" if self.discovery in ASCEND_DISCOVERIES else "nvidia"
 
     @property
     def metrics_bind(self) -> tuple[str, int] | None:
