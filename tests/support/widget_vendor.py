@@ -23,7 +23,7 @@ from vgpu_extender.domain import (
 )
 from vgpu_extender.domain.share import Capacity, HeldShare, ShareDemand, ShareModel, Stage
 from vgpu_extender.vendors import AdmissionNames
-from vgpu_extender.vendors.base import ContainerAdmission
+from vgpu_extender.vendors.base import ContainerAdmission, NodeHandshake
 
 COUNT = "example.com/widget"
 MEMORY = "example.com/widget-mem"
@@ -72,6 +72,7 @@ class WidgetVendor:
     cordon_annotation = PREFIX + "cordon"
     node_annotation = PREFIX + "node"
     assignment_annotation = PREFIX + "devices"
+    handshake: NodeHandshake | None = None
 
     def parse_pod(self, pod: Mapping[str, Any]) -> PodRequest:
         meta, spec = pod.get("metadata") or {}, pod.get("spec") or {}

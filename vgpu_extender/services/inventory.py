@@ -7,6 +7,16 @@ then the index. A node whose annotation disappears or turns unreadable keeps its
 devices (pods still hold them) but gets a ``problem``, so it receives no new pods and
 filter shows why.
 
+With a Kubernetes client, a vendor's node handshake (HAMi's ``hami.io/node-handshake-<CW>``,
+Ascend's) is answered here: a node agent's report gets ``Requesting_<time>`` written
+back, and a node whose agent leaves a request unanswered for 60 s while the node
+advertises none of the vendor's devices keeps that vendor's devices, marked unhealthy:
+no new pod lands on them, the pods there keep their shares, and the node's other
+vendors' devices stay usable (HAMi drops the devices from its cache; keeping them
+unhealthy is the same for new pods, and a filter answer says ``CardNotHealth`` rather
+than that the node has no NPUs). A node is looked at again when such a verdict may
+change with nothing on it changing. Standalone, there is no handshake.
+
 Node objects in a scheduling request are evidence, never authority: anyone who can
 reach the verbs can send them. Only standalone (no cluster to watch) does a request
 register a node, and only one the extender does not know yet (``admit``), into the
@@ -17,6 +27,7 @@ changed or removed only by the admin API, the inventory file or the node watch.
 from __future__ import annotations
 
 import dataclasses
+import functools
 import gc
 import json
 import logging
@@ -24,19 +35,23 @@ import threading
 from collections.abc import Callable, Iterable, Iterator, Mapping, Sequence
 from contextlib import contextmanager
 from dataclasses import dataclass, field
-from datetime import UTC, datetime
+from datetime import UTC, datetime, timedelta
 from pathlib import Path
 from typing import Any
 
 import yaml
 
 from vgpu_extender import store
-from vgpu_extender.domain import Device, InventoryError, NodeInventory
+from vgpu_extender.domain import Device, InventoryError, NodeInventory, RequestError
+from vgpu_extender.domain.quantity import parse_quantity
 from vgpu_extender.engine import AllocationError
+from vgpu_extender.kube import KubeClient, KubeError, MalformedObject
+from vgpu_extender.kube import objects as kobj
 from vgpu_extender.services.cluster import ClusterState
-from vgpu_extender.services.node_writer import NodeWriter
+from vgpu_extender.services.node_writer import NodeRechecks, NodeWriter
 from vgpu_extender.store.sessions import Sessions
 from vgpu_extender.vendors import Vendor, VendorSet
+from vgpu_extender.vendors.base import NodeHandshake
 
 logger = logging.getLogger(__name__)
 
@@ -52,6 +67,9 @@ class NodeView:
     labels: Mapping[str, str] = field(default_factory=dict)
     annotations: Mapping[str, str] = field(default_factory=dict)
     resource_version: str = ""
+    #: ``status.allocatable``, when read with the rest (None: read it if a handshake
+    #: needs it).
+    allocatable: Mapping[str, str] | None = None
 
 
 @dataclass(frozen=True, slots=True)
@@ -206,6 +224,7 @@ class InventoryService:
         sessions: Sessions,
         split_count: int,
         clock: Callable[[], datetime] = lambda: datetime.now(UTC),
+        kube: KubeClient | None = None,
     ) -> None:
         self._cluster = cluster
         self._sessions = sessions
@@ -225,6 +244,22 @@ class InventoryService:
         #: reports refusals).
         self._marks = threading.Lock()
         self._writer = NodeWriter(sessions=sessions, clock=clock, on_refused=self._refused)
+        #: Where handshakes are answered (None: standalone, no handshake).
+        self._kube = kube
+        self._handshakes: tuple[tuple[str, NodeHandshake], ...] = (
+            tuple(
+                (vendor.name, vendor.handshake)
+                for vendor in cluster.vendors.members
+                if vendor.handshake is not None
+            )
+            if kube is not None
+            else ()
+        )
+        self._rechecks = NodeRechecks(look=self.recheck, clock=clock)
+        #: Node name -> the vendors whose devices there a handshake made unusable.
+        self._shaken_off: dict[str, frozenset[str]] = {}
+        #: One observer at a time: the node watch and the rechecks' thread.
+        self._observing = threading.Lock()
 
     def register(self, inventories: Sequence[NodeInventory], *, source: str) -> None:
         """Record inventories in one transaction, then in the index. All or nothing."""
@@ -268,6 +303,10 @@ class InventoryService:
         (a device UUID claimed by another node) is logged and left as it was: one bad
         node must not fail a scheduling request.
         """
+        with self._observing:
+            return self._observe(views)
+
+    def _observe(self, views: Iterable[NodeView | NodeRef]) -> int:
         updated = 0
         for item in views:
             seen = self._seen.get(item.name)
@@ -287,6 +326,8 @@ class InventoryService:
             inventory = node_inventory(
                 view, self._cluster.vendors, previous=previous, split_count=self._split_count
             )
+            if inventory is not None and self._handshakes:
+                inventory = self._shake_hands(view, inventory)
             if inventory is None or inventory == previous:
                 self._seen[view.name] = (view.resource_version, signature)
                 continue
@@ -387,7 +428,118 @@ class InventoryService:
 
     def stop(self) -> None:
         """Write what is still pending, then end the background writer."""
+        self._rechecks.stop()
         self._writer.stop()
+
+    # ------------------------------------------------------------------ handshakes
+    def recheck(self, name: str) -> None:
+        """Read the node again and apply it, even unchanged (a handshake verdict may
+        have changed with time alone)."""
+        if self._kube is None:
+            return
+        try:
+            node = self._kube.get_node(name)
+            if node is None:
+                return
+            view = NodeView(
+                name=kobj.name(node),
+                labels=kobj.labels(node),
+                annotations=kobj.annotations(node),
+                resource_version=kobj.resource_version(node),
+                allocatable=_allocatable_of(node),
+            )
+        except (KubeError, MalformedObject) as exc:
+            logger.warning("node %s not read again for its handshake: %s", name, exc)
+            self._rechecks.at(name, self._clock() + RECHECK_RETRY)
+            return
+        self.forget(name)
+        self.observe([view])
+
+    def rechecks_due(self) -> dict[str, datetime]:
+        """The nodes to be read again for their handshakes, and when."""
+        return self._rechecks.due()
+
+    def _shake_hands(self, view: NodeView, inventory: NodeInventory) -> NodeInventory:
+        """Answer every vendor's handshake on the node; its devices marked unhealthy for
+        each vendor whose verdict says they are unusable."""
+        now = self._clock()
+        read: dict[str, Mapping[str, str]] = {}
+
+        def allocatable(resource: str) -> int:
+            if view.allocatable is not None:
+                values = view.allocatable
+            else:
+                if "status" not in read:
+                    read["status"] = self._read_allocatable(view.name)
+                values = read["status"]
+            try:
+                return 1 if parse_quantity(values.get(resource, "0")) > 0 else 0
+            except RequestError:
+                return 0
+
+        writes: dict[str, str | None] = {}
+        unusable: dict[str, str] = {}
+        recheck: datetime | None = None
+        for word, handshake in self._handshakes:
+            verdict = handshake.check(
+                view.annotations, now, functools.partial(allocatable, handshake.resource)
+            )
+            if verdict is None:
+                continue
+            if verdict.write is not None and view.annotations.get(handshake.annotation) != (
+                verdict.write
+            ):
+                writes[handshake.annotation] = verdict.write
+            if not verdict.healthy:
+                unusable[word] = verdict.why
+            if verdict.recheck_at is not None:
+                recheck = (
+                    verdict.recheck_at if recheck is None else min(recheck, verdict.recheck_at)
+                )
+        if writes:
+            self._write_handshakes(view.name, writes)
+        if recheck is not None:
+            self._rechecks.at(view.name, recheck)
+        self._report(view.name, unusable)
+        if not unusable:
+            return inventory
+        devices = tuple(
+            dataclasses.replace(d, healthy=False) if d.vendor in unusable and d.healthy else d
+            for d in inventory.devices
+        )
+        return dataclasses.replace(inventory, devices=devices)
+
+    def _read_allocatable(self, name: str) -> Mapping[str, str]:
+        assert self._kube is not None  # handshakes run only with a client
+        try:
+            node = self._kube.get_node(name)
+        except KubeError as exc:
+            logger.warning("node %s: allocatable not read for its handshake: %s", name, exc)
+            return {}
+        return _allocatable_of(node) if node is not None else {}
+
+    def _write_handshakes(self, name: str, writes: Mapping[str, str | None]) -> None:
+        assert self._kube is not None
+        try:
+            self._kube.patch_node_annotations(name, writes)
+        except KubeError as exc:
+            # The next report of the node's agent (or the next look) tries again.
+            logger.warning("node %s: handshake %s not written: %s", name, dict(writes), exc)
+
+    def _report(self, name: str, unusable: Mapping[str, str]) -> None:
+        """Log a change of which vendors' devices a handshake made unusable."""
+        now_off = frozenset(unusable)
+        before = self._shaken_off.get(name, frozenset())
+        if now_off == before:
+            return
+        for word in sorted(now_off - before):
+            logger.warning("node %s: %s devices unusable: %s", name, word, unusable[word])
+        for word in sorted(before - now_off):
+            logger.info("node %s: %s devices usable again (handshake answered)", name, word)
+        if now_off:
+            self._shaken_off[name] = now_off
+        else:
+            self._shaken_off.pop(name, None)
 
     def _refused(self, inventory: NodeInventory, exc: store.StoreError) -> None:
         """The store will never take this node: take it out of the index again (nothing
@@ -424,4 +576,18 @@ class InventoryService:
             tuple(annotations.get(key) for key in vendors.node_keys()),
             tuple(annotations.get(key) for key in vendors.cordon_keys()),
             tuple(sorted(view.labels.items())),
+            # A node agent's report is answered even when its inventory is unchanged.
+            tuple(annotations.get(handshake.annotation) for _, handshake in self._handshakes),
         )
+
+
+#: When a node could not be read again for its handshake, the next try.
+RECHECK_RETRY = timedelta(seconds=15)
+
+
+def _allocatable_of(node: Mapping[str, Any]) -> Mapping[str, str]:
+    status = node.get("status")
+    values = status.get("allocatable") if isinstance(status, Mapping) else None
+    if not isinstance(values, Mapping):
+        return {}
+    return {str(key): str(value) for key, value in values.items()}

@@ -230,3 +230,65 @@ class NodeWriter:
                     store.upsert_node(session, inventory=inventory, source=SOURCE, now=now)
         except store.DriverError as exc:
             raise classify(exc, "write nodes") from exc
+
+
+class NodeRechecks:
+    """Nodes to look at again at a set time: a vendor's handshake verdict may change
+    with nothing on the node changing (a plugin that stops answering). One daemon
+    thread calls ``look(name)`` when a node is due; a node set again keeps the sooner
+    time, and a look sets the next one itself."""
+
+    def __init__(self, *, look: Callable[[str], None], clock: Callable[[], datetime]) -> None:
+        self._look = look
+        self._clock = clock
+        self._due: dict[str, datetime] = {}
+        self._changed = threading.Condition()
+        self._stopping = False
+        self._thread: threading.Thread | None = None
+
+    def at(self, name: str, when: datetime) -> None:
+        with self._changed:
+            if self._stopping:
+                return
+            current = self._due.get(name)
+            if current is None or when < current:
+                self._due[name] = when
+                self._changed.notify()
+            if self._thread is None:
+                self._thread = threading.Thread(
+                    target=self._run, name="vgpu-node-recheck", daemon=True
+                )
+                self._thread.start()
+
+    def due(self) -> dict[str, datetime]:
+        """The nodes waiting for a look, and when."""
+        with self._changed:
+            return dict(self._due)
+
+    def stop(self, timeout_s: float = 1.0) -> None:
+        with self._changed:
+            self._stopping = True
+            self._changed.notify()
+            thread = self._thread
+        if thread is not None:
+            thread.join(timeout_s)
+
+    def _run(self) -> None:
+        while True:
+            with self._changed:
+                if self._stopping:
+                    return
+                now = self._clock()
+                ready = [name for name, when in self._due.items() if when <= now]
+                if not ready:
+                    soonest = min(self._due.values(), default=None)
+                    wait = 3600.0 if soonest is None else (soonest - now).total_seconds()
+                    self._changed.wait(max(0.05, wait))
+                    continue
+                for name in ready:
+                    del self._due[name]
+            for name in ready:
+                try:
+                    self._look(name)
+                except Exception:  # the thread must outlive any failure
+                    logger.exception("node %s: the look at its handshake failed", name)

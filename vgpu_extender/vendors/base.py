@@ -7,8 +7,9 @@ the engine and the services, which speak only the domain types.
 
 from __future__ import annotations
 
-from collections.abc import Iterable, Mapping
+from collections.abc import Callable, Iterable, Mapping
 from dataclasses import dataclass, field
+from datetime import datetime
 from typing import Any, Protocol
 
 from vgpu_extender.domain import Device, DeviceGrant, PodAssignment, PodRequest, Wording
@@ -45,6 +46,43 @@ class ContainerAdmission:
     env: tuple[tuple[str, str], ...] = ()
     runtime_class_name: str = ""
     uses: bool = False
+
+
+@dataclass(frozen=True, slots=True)
+class HandshakeVerdict:
+    """A node's answer to a vendor's handshake (HAMi's ``CheckHealth``): whether the
+    vendor's devices there are usable, the handshake value to write (None: nothing),
+    when the verdict may change with no annotation changed (None: only on a change),
+    and why the devices are not usable."""
+
+    healthy: bool
+    write: str | None = None
+    recheck_at: datetime | None = None
+    why: str = ""
+
+
+class NodeHandshake(Protocol):
+    """A vendor whose node agent answers the scheduler through a node annotation
+    (HAMi's ``hami.io/node-handshake-<CW>``)."""
+
+    @property
+    def annotation(self) -> str:
+        """The node annotation the handshake is written in."""
+        ...
+
+    @property
+    def resource(self) -> str:
+        """The extended resource whose node allocatable keeps a silent node usable."""
+        ...
+
+    def check(
+        self, annotations: Mapping[str, str], now: datetime, allocatable: Callable[[], int]
+    ) -> HandshakeVerdict | None:
+        """The verdict on a node of these ``annotations`` at ``now`` (aware, UTC);
+        ``allocatable`` reads the node's allocatable ``resource`` (asked only when
+        needed: it may cost a read of the node). None: the node carries nothing of the
+        vendor."""
+        ...
 
 
 class Vendor(Protocol):
@@ -99,6 +137,11 @@ class Vendor(Protocol):
     @property
     def assignment_annotation(self) -> str:
         """The pod annotation from which committed allocations are rebuilt."""
+        ...
+
+    @property
+    def handshake(self) -> NodeHandshake | None:
+        """The node handshake of the vendor's node agent; None: it has none."""
         ...
 
     def parse_pod(self, pod: Mapping[str, Any]) -> PodRequest:

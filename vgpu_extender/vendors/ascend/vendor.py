@@ -11,20 +11,22 @@ from vgpu_extender.domain.share import ShareModel
 from vgpu_extender.vendors.ascend import admission, allocation_codec, inventory_codec, request
 from vgpu_extender.vendors.ascend.chips import ChipConfig
 from vgpu_extender.vendors.ascend.config import AscendConfig
+from vgpu_extender.vendors.ascend.handshake import AscendHandshake
 from vgpu_extender.vendors.ascend.share import ascend_share
 from vgpu_extender.vendors.ascend.wording import ASCEND_WORDING
-from vgpu_extender.vendors.base import AdmissionNames, ContainerAdmission, Vendor
+from vgpu_extender.vendors.base import AdmissionNames, ContainerAdmission, NodeHandshake, Vendor
 
 
 class AscendChipVendor:
     """Reads pods and HAMi's annotations for one chip of an ``AscendConfig``."""
 
-    __slots__ = ("_chip", "_config", "_resource_names", "_share")
+    __slots__ = ("_chip", "_config", "_handshake", "_resource_names", "_share")
 
     def __init__(self, chip: ChipConfig, config: AscendConfig | None = None) -> None:
         self._chip = chip
         self._config = config or AscendConfig(chips=(chip,))
         self._share = ascend_share(chip)
+        self._handshake = AscendHandshake(chip)
         self._resource_names = frozenset(
             name
             for name in (chip.resource_name, chip.resource_memory_name, chip.resource_core_name)
@@ -87,6 +89,10 @@ class AscendChipVendor:
 
     def parse_pod(self, pod: Mapping[str, Any]) -> PodRequest:
         return request.parse_pod(pod, self._chip, self._config)
+
+    @property
+    def handshake(self) -> NodeHandshake | None:
+        return self._handshake
 
     def admit(
         self, container: Mapping[str, Any], pod: Mapping[str, Any]

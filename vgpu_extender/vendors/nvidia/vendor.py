@@ -7,7 +7,7 @@ from typing import Any
 
 from vgpu_extender.domain import Device, DeviceGrant, PodAssignment, PodRequest, Wording
 from vgpu_extender.domain.share import ShareModel
-from vgpu_extender.vendors.base import AdmissionNames, ContainerAdmission
+from vgpu_extender.vendors.base import AdmissionNames, ContainerAdmission, NodeHandshake
 from vgpu_extender.vendors.nvidia import allocation_codec, inventory_codec, request
 from vgpu_extender.vendors.nvidia.config import NvidiaConfig
 from vgpu_extender.vendors.nvidia.share import NVIDIA_SHARE
@@ -76,6 +76,10 @@ class NvidiaVendor:
     @property
     def assignment_annotation(self) -> str:
         return self._config.allocated_annotation
+
+    @property
+    def handshake(self) -> NodeHandshake | None:
+        return None  # HAMi's NVIDIA plugin registers without one
 
     def parse_pod(self, pod: Mapping[str, Any]) -> PodRequest:
         return request.parse_pod(pod, self._config)
