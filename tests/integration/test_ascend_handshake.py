@@ -147,6 +147,22 @@ def test_a_report_is_answered_with_a_request(setup: Setup, reported: str | None)
     assert setup.inventory.rechecks_due() == {NODE: START + timedelta(seconds=61)}
 
 
+def test_a_plugin_that_keeps_answering_keeps_moving_the_look_on(setup: Setup) -> None:
+    setup.apiserver.add_node(_node("Reported_2026.08.21 10:00:00"))
+    setup.observe()
+    setup.clock.now = START + timedelta(seconds=30)
+    setup.report("Reported_2026.08.21 10:00:30")
+    setup.observe()
+    assert setup.annotation() == "Requesting_2026-08-21 10:00:31"
+    assert setup.inventory.rechecks_due() == {NODE: START + timedelta(seconds=91)}
+    # The node loses the chip: no look is due any more.
+    setup.apiserver.cluster.patch(
+        "nodes", "", NODE, {"metadata": {"annotations": {REGISTER: None, HANDSHAKE: None}}}
+    )
+    setup.observe()
+    assert setup.inventory.rechecks_due() == {}
+
+
 def test_a_fresh_request_is_awaited_untouched(setup: Setup) -> None:
     setup.apiserver.add_node(_node("Requesting_2026-08-21 09:59:31"))
     setup.observe()

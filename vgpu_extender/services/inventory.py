@@ -450,7 +450,7 @@ class InventoryService:
             )
         except (KubeError, MalformedObject) as exc:
             logger.warning("node %s not read again for its handshake: %s", name, exc)
-            self._rechecks.at(name, self._clock() + RECHECK_RETRY)
+            self._rechecks.set(name, self._clock() + RECHECK_RETRY)
             return
         self.forget(name)
         self.observe([view])
@@ -498,8 +498,7 @@ class InventoryService:
                 )
         if writes:
             self._write_handshakes(view.name, writes)
-        if recheck is not None:
-            self._rechecks.at(view.name, recheck)
+        self._rechecks.set(view.name, recheck)
         self._report(view.name, unusable)
         if not unusable:
             return inventory

@@ -235,8 +235,9 @@ class NodeWriter:
 class NodeRechecks:
     """Nodes to look at again at a set time: a vendor's handshake verdict may change
     with nothing on the node changing (a plugin that stops answering). One daemon
-    thread calls ``look(name)`` when a node is due; a node set again keeps the sooner
-    time, and a look sets the next one itself."""
+    thread calls ``look(name)`` when a node is due. The latest verdict on a node sets
+    its time (a node agent that keeps answering keeps moving it on, so only silent
+    nodes are read again), and a look sets the next one itself."""
 
     def __init__(self, *, look: Callable[[str], None], clock: Callable[[], datetime]) -> None:
         self._look = look
@@ -246,14 +247,16 @@ class NodeRechecks:
         self._stopping = False
         self._thread: threading.Thread | None = None
 
-    def at(self, name: str, when: datetime) -> None:
+    def set(self, name: str, when: datetime | None) -> None:
+        """Look at ``name`` at ``when``; None: no look is due."""
         with self._changed:
             if self._stopping:
                 return
-            current = self._due.get(name)
-            if current is None or when < current:
-                self._due[name] = when
-                self._changed.notify()
+            if when is None:
+                self._due.pop(name, None)
+                return
+            self._due[name] = when
+            self._changed.notify()
             if self._thread is None:
                 self._thread = threading.Thread(
                     target=self._run, name="vgpu-node-recheck", daemon=True
