@@ -46,6 +46,20 @@ PHASE_SUCCESS = "success"
 PHASE_FAILED = "failed"
 
 
+class ChipPodFinder(PendingPodFinder):
+    """HAMi's pending-pod rule, among the pods that were given this chip: a pod bound
+    with another vendor's devices only is not waiting for this plugin (and must not be
+    failed as unreadable by it)."""
+
+    def __init__(self, gateway: KubeGateway, *, node: str, flavour: AscendFlavour) -> None:
+        names = ascend_pod_names(flavour.vendor)
+        super().__init__(gateway, node=node, config=names, vendor=flavour.vendor)
+        self._key = names.to_allocate_annotation
+
+    def is_waiting(self, pod: PodView) -> bool:
+        return self._key in pod.annotations and super().is_waiting(pod)
+
+
 class AscendAllocator:
     """Serves ``Allocate`` (and ``GetPreferredAllocation``) for one chip on one node."""
 
@@ -75,9 +89,7 @@ class AscendAllocator:
                 "which pod is being admitted",
                 code=AllocationError.UNAVAILABLE,
             )
-        return self._gateway, PendingPodFinder(
-            self._gateway, node=self._node, config=self._names, vendor=self._flavour.vendor
-        )
+        return self._gateway, ChipPodFinder(self._gateway, node=self._node, flavour=self._flavour)
 
     def preferred_uuids(self, size: int) -> Sequence[str]:
         """The chips of the next waiting container of that size; empty when unknown."""

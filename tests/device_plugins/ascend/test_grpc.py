@@ -11,12 +11,13 @@ import grpc
 import pytest
 
 from device_plugins.ascend.agent import AscendAgent, build_agent
+from device_plugins.ascend.discovery import AscendBackend, NpuSmiSource
 from device_plugins.ascend.flavour import AscendFlavour
 from device_plugins.ascend.settings import AscendSettings
 from device_plugins.kube import KubernetesGateway
 from device_plugins.kubelet_api import pb
 from device_plugins.settings import DevicePluginSettings
-from tests.device_plugins.ascend.support import B3, backend, bound_pod, uuid
+from tests.device_plugins.ascend.support import B3, RecordedNpuSmi, backend, bound_pod, uuid
 from tests.device_plugins.conftest import NODE
 from tests.device_plugins.harness import RunningAgent, eventually
 from tests.device_plugins.kubelet import FakeKubelet
@@ -226,3 +227,36 @@ def test_containers_are_popped_in_order(
         f"{uuid(0)},{CW},16384,0:;{uuid(3)},{CW},32768,0:;"
     )
     assert lock_of(kube_api) is None
+
+
+def test_a_chip_npu_smi_reports_failed_is_listed_unhealthy_at_the_next_rescan(
+    settings: DevicePluginSettings,
+    gateway: KubernetesGateway,
+    node: str,
+    kubelet: FakeKubelet,
+    flavour: AscendFlavour,
+) -> None:
+    recorded = RecordedNpuSmi(B3)
+    failing = False
+
+    def npu_smi(args: Any) -> str:
+        text = recorded(args)
+        if failing and list(args[1:]) == ["info"]:
+            # NPU 2's health column turns from OK to Alarm.
+            lines = text.splitlines(keepends=True)
+            row = next(i for i, line in enumerate(lines) if line.startswith("| 2     910B3"))
+            lines[row] = lines[row].replace("| OK            |", "| Alarm         |")
+            text = "".join(lines)
+        return text
+
+    chips = AscendBackend(NpuSmiSource(NODE, run=npu_smi), flavour.chip)
+    fast = settings.model_copy(update={"rescan_interval_s": 0.05})
+    agent = build_agent(fast, AscendSettings(), gateway=gateway, backend=chips, flavour=flavour)
+    with RunningAgent(agent):
+        kubelet.next_registration()
+        first = {d.ID: d.health for d in kubelet.next_list().devices}
+        assert first[f"{uuid(2)}-0"] == "Healthy"
+        failing = True
+        update = {d.ID: d.health for d in kubelet.next_list().devices}
+    assert {update[f"{uuid(2)}-{i}"] for i in range(4)} == {"Unhealthy"}
+    assert update[f"{uuid(3)}-0"] == "Healthy"
