@@ -207,6 +207,8 @@ def run(
 
 def _run_ascend(settings: DevicePluginSettings, ascend: AscendSettings, *, dry_run: bool) -> None:
     """The Ascend flavour: the chip is known once the node's chips are listed."""
+    if not dry_run and not settings.node_name:
+        raise _fail(f"node name missing: set {where('node_name', FLAGS)}", EXIT_SETTINGS)
     try:
         backend, flavour = backend_for(settings, ascend)
         if dry_run:
@@ -214,8 +216,6 @@ def _run_ascend(settings: DevicePluginSettings, ascend: AscendSettings, *, dry_r
             return
     except DiscoveryError as exc:
         raise _fail(f"discovery failed: {exc}", EXIT_FAILED) from None
-    if not settings.node_name:
-        raise _fail(f"node name missing: set {where('node_name', FLAGS)}", EXIT_SETTINGS)
     try:
         gateway = KubernetesGateway.from_config(settings.kubeconfig)
     except KubeAccessError as exc:

@@ -62,6 +62,8 @@ class AscendAgent(DevicePluginAgent):
             )
 
     def _service(self, stopping: threading.Event) -> DevicePluginService:
+        # The shared agent's one hook for what kubelet is served: count IDs per chip
+        # and the chip's Allocate, instead of NVIDIA's split count and allocator.
         return DevicePluginService(
             state=self.state,
             split_count=self.flavour.count,

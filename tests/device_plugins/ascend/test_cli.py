@@ -4,7 +4,11 @@ and its start-up errors, each one line."""
 from __future__ import annotations
 
 import os
+import signal
+import socket
 import stat
+import subprocess
+import sys
 from pathlib import Path
 
 import pytest
@@ -12,6 +16,11 @@ from typer.testing import CliRunner
 
 from device_plugins.cli import app
 from tests.device_plugins.ascend.support import FIXTURES
+from tests.device_plugins.conftest import NODE
+from tests.device_plugins.harness import eventually
+from tests.device_plugins.kubelet import FakeKubelet
+from tests.device_plugins.test_cli import http_get, kubeconfig
+from tests.support.apiserver import FakeApiServer
 
 
 @pytest.fixture(autouse=True)
@@ -19,6 +28,7 @@ def clean_environment(monkeypatch: pytest.MonkeyPatch) -> None:
     for key in list(os.environ):
         if key.startswith("VGPU_DP_") or key == "NODE_NAME":
             monkeypatch.delenv(key)
+    monkeypatch.setenv("VGPU_DP_METRICS_ADDRESS", "127.0.0.1:0")
 
 
 @pytest.fixture
@@ -47,6 +57,16 @@ def test_dry_run_from_npu_smi(npu_smi: Path, monkeypatch: pytest.MonkeyPatch) ->
     assert lines[5].startswith('hami.io/node-register-Ascend310P=[{"id":"n1-npu-0","count":7,')
     assert lines[6] == "hami-vnpu-core=false"
     assert lines[7].startswith("hami.io/node-handshake-Ascend310P=Reported_")
+
+
+def test_a_resource_name_given_wins_over_the_chips(
+    npu_smi: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    monkeypatch.setenv("VGPU_DP_ASCEND_NPU_SMI", str(npu_smi))
+    monkeypatch.setenv("VGPU_DP_RESOURCE_NAME", "huawei.com/Ascend310P-pool")
+    result = CliRunner().invoke(app, ["--dry-run", "--discovery", "npu-smi"])
+    assert result.exit_code == 0, result.output
+    assert "resource huawei.com/Ascend310P-pool," in result.output.splitlines()[0]
 
 
 def test_dry_run_from_a_static_chip_file(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
@@ -103,3 +123,62 @@ def test_a_bad_static_chip_file_is_refused_at_start(tmp_path: Path) -> None:
     )
     assert result.exit_code == 2
     assert "invalid chip file" in result.output and "physical_id" in result.output
+
+
+def test_a_run_needs_a_node_name(npu_smi: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    monkeypatch.setenv("VGPU_DP_ASCEND_NPU_SMI", str(npu_smi))
+    result = CliRunner().invoke(app, ["--discovery", "npu-smi"])
+    assert result.exit_code == 2
+    assert "node name missing" in result.output
+
+
+def test_serves_the_chips_registers_the_node_and_stops_on_sigterm(
+    kube_api: FakeApiServer, node: str, npu_smi: Path, short_dir: Path, tmp_path: Path
+) -> None:
+    kubelet = FakeKubelet(short_dir).start()
+    with socket.socket() as probe:  # a port free now, for the probe below
+        probe.bind(("127.0.0.1", 0))
+        port = probe.getsockname()[1]
+    env = {
+        **os.environ,
+        "NODE_NAME": NODE,
+        "NO_PROXY": "127.0.0.1",
+        "VGPU_DP_DISCOVERY": "npu-smi",
+        "VGPU_DP_ASCEND_NPU_SMI": str(npu_smi),
+        "VGPU_DP_RETRY_INTERVAL_S": "0.1",
+        "VGPU_DP_KUBELET_WATCH_INTERVAL_S": "0.05",
+        "VGPU_DP_METRICS_ADDRESS": f"127.0.0.1:{port}",
+    }
+    command = [
+        sys.executable,
+        "-m",
+        "device_plugins",
+        "--device-plugin-dir",
+        str(short_dir),
+        "--kubeconfig",
+        str(kubeconfig(tmp_path / "kubeconfig", kube_api.url)),
+    ]
+    process = subprocess.Popen(
+        command, env=env, stdout=subprocess.PIPE, stderr=subprocess.STDOUT, text=True
+    )
+    try:
+        registration = kubelet.next_registration(timeout=30)
+        assert (registration.request.resource_name, registration.request.endpoint) == (
+            "huawei.com/Ascend310P",
+            "Ascend310P.sock",
+        )
+        assert len(kubelet.next_list().devices) == 4 * 7
+        eventually(lambda: http_get(port, "/readyz") == (200, "ok\n"), what="ready")
+        process.send_signal(signal.SIGTERM)
+        output, _ = process.communicate(timeout=15)
+    finally:
+        if process.poll() is None:
+            process.kill()
+            process.communicate()
+        kubelet.stop()
+    assert process.returncode == 0, output
+    assert not (short_dir / "Ascend310P.sock").exists()
+    annotations = kube_api.get_node(NODE)["metadata"]["annotations"]
+    assert annotations["hami.io/node-register-Ascend310P"].startswith('[{"id":"node-a-npu-0",')
+    assert annotations["hami-vnpu-core"] == "false"
+    assert annotations["hami.io/node-handshake-Ascend310P"].startswith("Reported_")
