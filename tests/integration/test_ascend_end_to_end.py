@@ -36,10 +36,14 @@ from vgpu_extender.vendors import VendorSet, create_vendor_set
 from vgpu_extender.vendors.ascend import AscendChipVendor
 from vgpu_extender.vendors.ascend.inventory_codec import MODE_HAMI_CORE, MODE_VNPU, network_id
 
-VENDORS = create_vendor_set("nvidia,ascend")
-B3 = VENDORS.get("Ascend910B3")
-P310 = VENDORS.get("Ascend310P")
-assert isinstance(B3, AscendChipVendor) and isinstance(P310, AscendChipVendor)
+def _chip(word: str) -> AscendChipVendor:
+    vendor = create_vendor_set("ascend").get(word)
+    assert isinstance(vendor, AscendChipVendor)
+    return vendor
+
+
+B3 = _chip("Ascend910B3")
+P310 = _chip("Ascend310P")
 NODES = ["gpu", "b3-split", "b3-whole", "b3-core", "p310", "mixed"]
 
 

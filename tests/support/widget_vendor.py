@@ -21,7 +21,14 @@ from vgpu_extender.domain import (
     Reason,
     RequestError,
 )
-from vgpu_extender.domain.share import Capacity, HeldShare, ShareDemand, ShareModel, Stage
+from vgpu_extender.domain.share import (
+    Capacity,
+    CapacityView,
+    HeldShare,
+    ShareDemand,
+    ShareModel,
+    Stage,
+)
 from vgpu_extender.vendors import AdmissionNames
 from vgpu_extender.vendors.base import ContainerAdmission, NodeHandshake
 
@@ -32,11 +39,11 @@ NODE = "widget-node"
 
 
 # ----------------------------------------------------------------- the share model
-def _has_slot(free: Capacity, total: Capacity, demand: ShareDemand) -> object:
+def _has_slot(free: CapacityView, total: CapacityView, demand: ShareDemand) -> object:
     return free.slots >= demand.slots
 
 
-def _has_memory(free: Capacity, total: Capacity, demand: ShareDemand) -> object:
+def _has_memory(free: CapacityView, total: CapacityView, demand: ShareDemand) -> object:
     return free.memory >= demand.memory_on(total.memory)
 
 

@@ -23,7 +23,7 @@ from vgpu_extender.api.verbs import exception_handler
 from vgpu_extender.kube import KubeClient
 from vgpu_extender.services.runtime import Runtime, connect_kube
 from vgpu_extender.settings import Settings
-from vgpu_extender.vendors import Vendor
+from vgpu_extender.vendors import Vendor, VendorSet
 
 
 class ExtenderApp(FastAPI):
@@ -68,13 +68,14 @@ def create_app(
     kube: KubeClient | None = None,
     clock: Callable[[], datetime] | None = None,
     freeze_gc: bool = False,
-    vendor: Vendor | None = None,
+    vendor: Vendor | VendorSet | None = None,
 ) -> FastAPI:
     """The extender's HTTP app.
 
     ``kube`` replaces the client the settings would connect (in-cluster config or a
     kubeconfig); without either the extender runs standalone. ``clock`` is for tests.
-    ``vendor`` replaces the vendor the settings name (one defined outside the registry).
+    ``vendor`` replaces the vendors the settings name (one defined outside the registry,
+    or a set of them).
     ``freeze_gc`` (for the process that serves the app, as ``vgpu-extender serve``
     does) freezes the objects alive once the runtime has started
     (:func:`freeze_startup_objects`) and unfreezes them when it stops.
