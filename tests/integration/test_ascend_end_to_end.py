@@ -36,6 +36,7 @@ from vgpu_extender.vendors import VendorSet, create_vendor_set
 from vgpu_extender.vendors.ascend import AscendChipVendor
 from vgpu_extender.vendors.ascend.inventory_codec import MODE_HAMI_CORE, MODE_VNPU, network_id
 
+
 def _chip(word: str) -> AscendChipVendor:
     vendor = create_vendor_set("ascend").get(word)
     assert isinstance(vendor, AscendChipVendor)

@@ -191,7 +191,8 @@ def test_bound_here_by_someone_else_the_bind_stands_with_our_annotations() -> No
     assert r.bind(args) == ""
 
     assert ("annotate", "default/a") in r.kube.calls
-    assert GPU in r.kube.annotations_of("default", "a")[r.cluster.vendors.primary.assignment_annotation]
+    key = r.cluster.vendors.primary.assignment_annotation
+    assert GPU in r.kube.annotations_of("default", "a")[key]
     assert r.store.state(args.uid) == BOUND
 
 
@@ -216,7 +217,8 @@ def test_an_unknown_outcome_read_back_bound_without_our_annotations_writes_them(
     assert r.bind(args) == ""
 
     assert ("annotate", "default/a") in r.kube.calls
-    assert GPU in r.kube.annotations_of("default", "a")[r.cluster.vendors.primary.assignment_annotation]
+    key = r.cluster.vendors.primary.assignment_annotation
+    assert GPU in r.kube.annotations_of("default", "a")[key]
     assert r.store.state(args.uid) == BOUND
 
 
