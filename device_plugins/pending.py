@@ -23,6 +23,8 @@ from vgpu_extender.vendors.nvidia.config import NvidiaConfig
 log = logging.getLogger(__name__)
 
 _NEVER = 2**63
+#: Bind phases of a pod whose devices may still be waiting (HAMi's GetPendingPod).
+_WAITING_PHASES = frozenset({BIND_PHASE_ALLOCATING, "success"})
 
 
 @dataclass(frozen=True, slots=True)
@@ -94,14 +96,18 @@ class PendingPodFinder:
             return PendingPod(pod, error=f"annotation {key}={value!r} is malformed: {exc}")
 
     def is_waiting(self, pod: PodView) -> bool:
-        """Pending on this node, bound by the scheduler, devices not yet handed out."""
+        """Pending on this node, bound by the scheduler with devices of this agent's
+        vendor (its to-allocate annotation), not all handed out yet. The phase may read
+        ``success`` already, as HAMi's lookup allows: on a pod with devices of two
+        vendors, the other vendor's agent may have finished first."""
         annotations = pod.annotations
         return (
             pod.phase in ("Pending", "")
             and (not pod.node_name or pod.node_name == self._node)
             and annotations.get(self._config.node_annotation) == self._node
-            and annotations.get(self._config.bind_phase_annotation) == BIND_PHASE_ALLOCATING
+            and annotations.get(self._config.bind_phase_annotation) in _WAITING_PHASES
             and bool(annotations.get(self._config.bind_time_annotation))
+            and self._config.to_allocate_annotation in annotations
         )
 
     def _bind_time(self, pod: PodView) -> int:

@@ -225,6 +225,29 @@ def test_broken_pods_are_failed_even_when_another_is_served(
     assert annotations_of(kube_api, "fine")[PHASE] == "success"
 
 
+def test_another_vendors_pod_is_never_failed_and_a_half_served_one_is_found(
+    kube_api: FakeApiServer, allocator: PodAllocator
+) -> None:
+    """On a node of GPUs and NPUs: a pod bound with NPUs only has no GPU to-allocate
+    annotation, so the GPU agent leaves it alone; a pod of both whose NPU agent already
+    set the phase to success still gets its GPUs (HAMi's lookup accepts both phases)."""
+    npu_only = bound_pod(kube_api, "npu", [[DeviceGrant(GPU0, 1, 1)]], bind_time=1, lock=False)
+    kube_api.cluster.patch("pods", "ml", "npu", {"metadata": {"annotations": {TO_ALLOCATE: None}}})
+    assert npu_only["metadata"]["name"] == "npu"
+    bound_pod(
+        kube_api,
+        "both",
+        [[DeviceGrant(GPU0, 1, 1)]],
+        bind_time=2,
+        lock=False,
+        overrides={PHASE: "success"},
+    )
+    response = allocator.allocate(ids(GPU0, 0))
+    assert response.envs["NVIDIA_VISIBLE_DEVICES"] == GPU0
+    assert annotations_of(kube_api, "npu")[PHASE] == "allocating"
+    assert annotations_of(kube_api, "both")[PHASE] == "success"
+
+
 def test_size_mismatch_without_lock_lists_what_was_seen(
     kube_api: FakeApiServer, allocator: PodAllocator
 ) -> None:
