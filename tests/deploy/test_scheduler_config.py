@@ -21,6 +21,7 @@ from tests.deploy.manifests import (
     scheduler_config,
     volume_for_mount,
 )
+from vgpu_extender.vendors.ascend import DEFAULT_CHIPS
 from vgpu_extender.vendors.nvidia.config import NvidiaConfig
 
 OBJECTS = render(BASE)
@@ -105,8 +106,36 @@ def test_http_timeout_leaves_room_for_bind() -> None:
 def test_managed_resources_are_the_vendors_and_ignored_by_the_scheduler() -> None:
     managed = EXTENDER["managedResources"]
     assert all(item["ignoredByScheduler"] is True for item in managed)
-    assert {item["name"] for item in managed} == set(NvidiaConfig().resource_names)
-    assert len(managed) == 5
+    assert {item["name"] for item in managed} == set(NvidiaConfig().resource_names) | ASCEND
+    assert len(managed) == 5 + 21
+
+
+#: Every resource of the seven chips of HAMi v2.10's chart: count, -memory and -core.
+ASCEND = {
+    name
+    for chip in DEFAULT_CHIPS
+    for name in (chip.resource_name, chip.resource_memory_name, chip.resource_core_name)
+}
+
+
+def test_every_ascend_resource_is_managed_and_ignored_by_the_scheduler() -> None:
+    # kube-scheduler's NodeResourcesFit would refuse every node otherwise: the Ascend
+    # plugin advertises huawei.com/<CW> only, never -memory or -core (HAMi #1413).
+    assert len(ASCEND) == 21
+    ignored = {item["name"] for item in EXTENDER["managedResources"] if item["ignoredByScheduler"]}
+    assert ignored >= ASCEND
+    assert {name for name in ASCEND if name.endswith("-memory")} == {
+        f"huawei.com/{cw}-memory"
+        for cw in (
+            "Ascend910A",
+            "Ascend910B2",
+            "Ascend910B3",
+            "Ascend910B4-1",
+            "Ascend910B4",
+            "Ascend310P",
+            "Ascend910C",
+        )
+    }
 
 
 def test_profile_and_leader_election() -> None:
