@@ -130,6 +130,12 @@ class ShareModel:
     #: whole modules): only then is each node the grid passes confirmed by the exact
     #: choice. A rule that only prefers some devices (a ring) leaves counting exact.
     pick_refuses: bool = True
+    #: The custom-info key whose (integer) value puts devices in one group, a link
+    #: domain such as Ascend's HCCS ring (``NetworkID``). A container of several is
+    #: then also scored by the share of its devices one group can hold, times
+    #: ``group_weight`` (HAMi's topology bonus, added to the node score).
+    group_key: str | None = None
+    group_weight: float = 10.0
 
     def stages_for(self, demand: ShareDemand) -> tuple[Stage, ...]:
         """The stages in force for ``demand``, in order."""

@@ -44,6 +44,9 @@ class DeviceColumns:
     type_id: IntGrid = field(init=False)
     #: The device's kind: its (vendor, mode) pair, interned by the index.
     kind_id: IntGrid = field(init=False)
+    #: The device's group (its share model's ``group_key`` value, e.g. an HCCS ring), -1
+    #: for none.
+    group: IntGrid = field(init=False)
     node_ok: BoolVec = field(init=False)
     #: Per-row sums of the device columns, kept current by the index (scoring reads them).
     row_mem_total: IntVec = field(init=False)
@@ -73,6 +76,7 @@ class DeviceColumns:
         self.numa = np.zeros(shape, dtype=np.int64)
         self.type_id = np.full(shape, -1, dtype=np.int64)
         self.kind_id = np.full(shape, -1, dtype=np.int64)
+        self.group = np.full(shape, -1, dtype=np.int64)
         self.node_ok = np.zeros(self.rows, dtype=np.bool_)
         for name in self._ROW_SUMS:
             setattr(self, name, np.zeros(self.rows, dtype=np.int64))
@@ -96,9 +100,10 @@ class DeviceColumns:
         "numa",
         "type_id",
         "kind_id",
+        "group",
     )
     #: Grids whose empty cells hold -1 (no id), not 0.
-    _ID_GRIDS = frozenset({"type_id", "kind_id"})
+    _ID_GRIDS = frozenset({"type_id", "kind_id", "group"})
     _ROW_SUMS = (
         "row_mem_total",
         "row_mem_free",

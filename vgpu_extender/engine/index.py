@@ -286,6 +286,7 @@ class ClusterIndex:
             cols.numa[row, slot] = dev.numa
             cols.type_id[row, slot] = self._intern_type(dev.type)
             cols.kind_id[row, slot] = self._intern_kind(dev)
+            cols.group[row, slot] = self._group_of(dev)
         cols.node_ok[row] = not inventory.problem
         if inventory.cpu_milli is not None:
             cols.cpu_total[row] = cols.cpu_free[row] = inventory.cpu_milli
@@ -366,6 +367,7 @@ class ClusterIndex:
         cols.numa[cells] = [dev.numa for dev in devices]
         cols.type_id[cells] = [self._intern_type(dev.type) for dev in devices]
         cols.kind_id[cells] = [self._intern_kind(dev) for dev in devices]
+        cols.group[cells] = [self._group_of(dev) for dev in devices]
         cols.node_ok[at] = [not inventory.problem for inventory in fresh]
         for row, inventory in zip(rows, fresh, strict=True):
             if inventory.cpu_milli is not None:
@@ -564,6 +566,14 @@ class ClusterIndex:
             self._types.append(device_type)
             self._type_ids[device_type] = tid
         return tid
+
+    def _group_of(self, device: Device) -> int:
+        """The device's group under its vendor's share model (-1: none)."""
+        key = self.shares.of(device.vendor).group_key
+        value = device.custom(key) if key else None
+        if isinstance(value, bool) or not isinstance(value, int) or value < 0:
+            return -1
+        return value
 
     def _intern_kind(self, device: Device) -> int:
         kind = (device.vendor, device.mode)

@@ -20,6 +20,7 @@ from vgpu_extender.engine.framework.profile import Profile
 from vgpu_extender.engine.framework.roles import FloatVec, IntVec, NodeScorePlugin
 from vgpu_extender.engine.index import ClusterIndex
 from vgpu_extender.engine.scoring import extender_score_vector
+from vgpu_extender.engine.topology import topology_scores
 
 
 class Planner:
@@ -61,6 +62,11 @@ class Planner:
             raw = np.asarray(
                 self.profile.node_scorer(request).score_nodes(self.index, request, rows)
             )
+        if request.managed:
+            # A vendor's device groups (HCCS rings): HAMi's topology bonus, added raw.
+            topology = topology_scores(self.index, request, rows)
+            if topology is not None:
+                raw = raw + topology
         fallback = self.profile.fallback
         if fallback is not None and len(rows) > 1 and _flat(raw):
             raw = np.asarray(fallback.score_nodes(self.index, request, rows))
