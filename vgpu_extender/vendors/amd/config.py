@@ -1,0 +1,33 @@
+"""The AMD vendor's settings: the resource names of HAMi's ``amd:`` config section."""
+
+from __future__ import annotations
+
+from collections.abc import Mapping
+from dataclasses import dataclass
+from typing import Any
+
+from vgpu_extender.vendors import hami_config
+
+_KEYS = frozenset({"resourceCountName", "resourceMemoryName", "resourceCoreName"})
+
+
+@dataclass(frozen=True, slots=True)
+class AmdConfig:
+    """``amd.com/gpu`` (count), ``amd.com/gpumem`` (MiB per GPU, default the whole card)
+    and ``amd.com/gpucores`` (percent of the GPU's compute units, default 100)."""
+
+    count_resource: str = "amd.com/gpu"
+    memory_resource: str = "amd.com/gpumem"
+    cores_resource: str = "amd.com/gpucores"
+
+    @classmethod
+    def from_mapping(cls, settings: Mapping[str, Any]) -> AmdConfig:
+        section = hami_config.section(settings, "AMD", _KEYS)
+        default = cls()
+        return cls(
+            count_resource=hami_config.name(section, "resourceCountName", default.count_resource),
+            memory_resource=hami_config.name(
+                section, "resourceMemoryName", default.memory_resource
+            ),
+            cores_resource=hami_config.name(section, "resourceCoreName", default.cores_resource),
+        )

@@ -1,0 +1,48 @@
+"""Reading a HAMi vendor's config section (``device-config.yaml``'s ``amd:``,
+``kunlun:``...): HAMi's camelCase keys, each a resource name with HAMi's default.
+A bad value or an unknown key raises ``ValueError`` naming the key and the value, so a
+bad ConfigMap fails at start-up rather than on the first pod."""
+
+from __future__ import annotations
+
+from collections.abc import Mapping
+from typing import Any
+
+from vgpu_extender.vendors import gostrconv
+
+
+def section(settings: object, vendor: str, known: frozenset[str]) -> Mapping[str, Any]:
+    """``settings`` checked to be a mapping of ``known`` keys only."""
+    if not isinstance(settings, Mapping):
+        raise ValueError(f"{vendor} settings must be a mapping: {settings!r}")
+    unknown = sorted(str(key) for key in settings if key not in known)
+    if unknown:
+        raise ValueError(
+            f"unknown {vendor} setting(s) {', '.join(unknown)}; known: {', '.join(sorted(known))}"
+        )
+    return settings
+
+
+def name(settings: Mapping[str, Any], key: str, default: str) -> str:
+    """A resource name (non-empty, no spaces); ``default`` when absent."""
+    value = settings.get(key)
+    if value is None:
+        return default
+    if not isinstance(value, str) or not value.strip() or any(c.isspace() for c in value.strip()):
+        raise ValueError(f"{key} must be a resource name without spaces: {value!r}")
+    return value.strip()
+
+
+def flag(settings: Mapping[str, Any], key: str, default: bool) -> bool:
+    """A boolean: YAML's, or a string Go's ``strconv.ParseBool`` reads."""
+    value = settings.get(key)
+    if value is None:
+        return default
+    if isinstance(value, bool):
+        return value
+    if isinstance(value, str):
+        try:
+            return gostrconv.parse_bool(value.strip())
+        except ValueError:
+            pass
+    raise ValueError(f"{key} must be true or false: {value!r}")
