@@ -1,0 +1,20 @@
+"""HAMi's Cambricon ``MutateAdmission``: a container with the count resource in its
+limits uses MLUs (the pod becomes the scheduler's); nothing is rewritten."""
+
+from __future__ import annotations
+
+from collections.abc import Mapping
+from typing import Any
+
+from vgpu_extender.vendors.base import ContainerAdmission
+from vgpu_extender.vendors.cambricon.config import CambriconConfig
+
+
+def container_admission(
+    container: Mapping[str, Any], config: CambriconConfig
+) -> ContainerAdmission | None:
+    resources = container.get("resources")
+    limits = resources.get("limits") if isinstance(resources, Mapping) else None
+    if isinstance(limits, Mapping) and config.count_resource in limits:
+        return ContainerAdmission(uses=True)
+    return None

@@ -1,0 +1,94 @@
+"""Cambricon MLUs as a ``Vendor`` (HAMi's CommonWord ``MLU``)."""
+
+from __future__ import annotations
+
+from collections.abc import Iterable, Mapping
+from typing import Any
+
+from vgpu_extender.domain import Device, DeviceGrant, PodAssignment, PodRequest
+from vgpu_extender.vendors.base import AdmissionNames, ContainerAdmission, Vendor
+from vgpu_extender.vendors.cambricon import admission, allocation_codec, inventory_codec, request
+from vgpu_extender.vendors.cambricon.config import WORD, CambriconConfig
+from vgpu_extender.vendors.cambricon.lock import LOCK_ANNOTATION
+from vgpu_extender.vendors.cambricon.wording import CAMBRICON_WORDING
+from vgpu_extender.vendors.hami_share import generic_share
+from vgpu_extender.vendors.hami_vendor import HamiVendor, VendorNames
+
+#: HAMi's Fit for MLUs is the generic one, with no topology.
+CAMBRICON_SHARE = generic_share(WORD, noun="mlu")
+
+
+class CambriconVendor(HamiVendor):
+    """Reads pods and writes HAMi's Cambricon annotations. The inventory is the node's
+    capacity (``devices_from_capacity``), which ``decode_node`` is not given: it
+    answers None until the seam passes capacity. HAMi's health check for MLUs always
+    passes: there is no handshake."""
+
+    def __init__(self, config: CambriconConfig | None = None) -> None:
+        self._config = config or CambriconConfig()
+        cfg = self._config
+        super().__init__(
+            VendorNames(
+                word=WORD,
+                resources=cfg.resources,
+                inventory=inventory_codec.INVENTORY_ANNOTATION,
+                allocated=allocation_codec.ALLOCATED_ANNOTATION,
+                to_allocate=allocation_codec.TO_ALLOCATE_ANNOTATION,
+                node_lock=LOCK_ANNOTATION,
+                device_type=WORD,
+            ),
+            CAMBRICON_SHARE,
+            CAMBRICON_WORDING,
+            AdmissionNames(
+                count=cfg.count_resource, memory=cfg.memory_resource, cores=cfg.cores_resource
+            ),
+        )
+
+    @property
+    def config(self) -> CambriconConfig:
+        return self._config
+
+    def parse_pod(self, pod: Mapping[str, Any]) -> PodRequest:
+        return request.parse_pod(pod, self._config)
+
+    def admit(
+        self, container: Mapping[str, Any], pod: Mapping[str, Any]
+    ) -> ContainerAdmission | None:
+        return admission.container_admission(container, self._config)
+
+    def devices_from_capacity(
+        self, node_name: str, capacity: Mapping[str, str]
+    ) -> tuple[Device, ...]:
+        return inventory_codec.devices_from_capacity(node_name, capacity, self._config)
+
+    def decode_inventory(self, value: str) -> tuple[Device, ...]:
+        return inventory_codec.decode_inventory(value)
+
+    def encode_inventory(self, devices: Iterable[Device]) -> str:
+        return inventory_codec.encode_inventory(devices)
+
+    @property
+    def node_keys(self) -> tuple[str, ...]:
+        return ()
+
+    def decode_node(self, annotations: Mapping[str, str]) -> tuple[Device, ...] | None:
+        return None  # MLUs are in the node's capacity, which this is not given
+
+    def extra_annotations(
+        self,
+        containers: tuple[tuple[DeviceGrant, ...], ...],
+        assignment: PodAssignment,
+        *,
+        bind_time: int,
+        request: PodRequest | None,
+    ) -> dict[str, str]:
+        return allocation_codec.dsmlu_annotations(containers)
+
+
+def _is_a_vendor(vendor: CambriconVendor) -> Vendor:
+    return vendor  # mypy checks here that the class is a Vendor
+
+
+def cambricon_vendors(settings: Mapping[str, Any]) -> CambriconVendor:
+    """The vendor of HAMi's ``cambricon:`` section; ``ValueError`` for a bad one."""
+    return CambriconVendor(CambriconConfig.from_mapping(settings))
