@@ -36,10 +36,12 @@ TEST_VENDOR = cambricon_vendors({"resourceCountName": "cambricon.com/mlu"})
 
 
 def _pod(
-    *containers: dict[str, Any], init: tuple[dict[str, Any], ...] = (), **annotations: str
+    *containers: dict[str, Any],
+    init: tuple[dict[str, Any], ...] = (),
+    annotations: dict[str, str] | None = None,
 ) -> dict[str, Any]:
     return {
-        "metadata": {"name": "p", "uid": "u1", "annotations": annotations},
+        "metadata": {"name": "p", "uid": "u1", "annotations": annotations or {}},
         "spec": {"initContainers": list(init), "containers": list(containers)},
     }
 
@@ -148,7 +150,7 @@ def test_a_bad_count_is_an_error(count: str) -> None:
 def test_uuid_annotations_select_and_type_annotations_are_ignored() -> None:
     pod = _pod(
         _ctr(limits={"cambricon.com/vmlu": "1"}),
-        **{
+        annotations={
             "cambricon.com/use-gpuuuid": "n-cambricon-mlu-0, n-cambricon-mlu-1",
             "cambricon.com/nouse-gpuuuid": "n-cambricon-mlu-2",
             "cambricon.com/use-mlutype": "MLU370",
