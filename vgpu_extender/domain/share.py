@@ -136,6 +136,12 @@ class ShareModel:
     #: ``group_weight`` (HAMi's topology bonus, added to the node score).
     group_key: str | None = None
     group_weight: float = 10.0
+    #: Memory is handed out in pieces of at least ``memory_quantum`` MiB and at most
+    #: ``memory_piece`` MiB (0: the device's memory), as Ascend's vNPU templates are: the
+    #: fragmentation policy counts a device's free memory only as far as such pieces can
+    #: still be carved from it with its free slots (all of it when the device is empty).
+    memory_quantum: int = 1
+    memory_piece: int = 0
 
     def stages_for(self, demand: ShareDemand) -> tuple[Stage, ...]:
         """The stages in force for ``demand``, in order."""

@@ -247,8 +247,9 @@ def _pick(
         detail = f"{len(fitting)} of {k} {share.noun}s fit"
         return Rejection(reason, unresolvable=not in_use, detail=detail)
     ordered = ranker(state, container, fitting)
-    if share.pick is not None:
-        # The vendor's topology rule decides which fitting devices go together.
+    if share.pick is not None and k > 1:
+        # The vendor's topology rule decides which fitting devices go together; one
+        # device alone follows the device policy.
         chosen = share.pick([devices[slot] for slot in ordered], k)
         if chosen is None:
             detail = f"{len(fitting)} {share.noun}s fit one by one, no {k} of them together"

@@ -47,6 +47,10 @@ class DeviceColumns:
     #: The device's group (its share model's ``group_key`` value, e.g. an HCCS ring), -1
     #: for none.
     group: IntGrid = field(init=False)
+    #: The smallest and largest piece of memory (MiB) one share takes (the share model's
+    #: ``memory_quantum`` and ``memory_piece``, the device's memory for no limit).
+    mem_quantum: IntGrid = field(init=False)
+    mem_piece: IntGrid = field(init=False)
     node_ok: BoolVec = field(init=False)
     #: Per-row sums of the device columns, kept current by the index (scoring reads them).
     row_mem_total: IntVec = field(init=False)
@@ -77,6 +81,8 @@ class DeviceColumns:
         self.type_id = np.full(shape, -1, dtype=np.int64)
         self.kind_id = np.full(shape, -1, dtype=np.int64)
         self.group = np.full(shape, -1, dtype=np.int64)
+        self.mem_quantum = np.ones(shape, dtype=np.int64)
+        self.mem_piece = np.zeros(shape, dtype=np.int64)
         self.node_ok = np.zeros(self.rows, dtype=np.bool_)
         for name in self._ROW_SUMS:
             setattr(self, name, np.zeros(self.rows, dtype=np.int64))
@@ -101,6 +107,8 @@ class DeviceColumns:
         "type_id",
         "kind_id",
         "group",
+        "mem_quantum",
+        "mem_piece",
     )
     #: Grids whose empty cells hold -1 (no id), not 0.
     _ID_GRIDS = frozenset({"type_id", "kind_id", "group"})

@@ -287,6 +287,7 @@ class ClusterIndex:
             cols.type_id[row, slot] = self._intern_type(dev.type)
             cols.kind_id[row, slot] = self._intern_kind(dev)
             cols.group[row, slot] = self._group_of(dev)
+            cols.mem_quantum[row, slot], cols.mem_piece[row, slot] = self._pieces_of(dev)
         cols.node_ok[row] = not inventory.problem
         if inventory.cpu_milli is not None:
             cols.cpu_total[row] = cols.cpu_free[row] = inventory.cpu_milli
@@ -368,6 +369,9 @@ class ClusterIndex:
         cols.type_id[cells] = [self._intern_type(dev.type) for dev in devices]
         cols.kind_id[cells] = [self._intern_kind(dev) for dev in devices]
         cols.group[cells] = [self._group_of(dev) for dev in devices]
+        pieces = [self._pieces_of(dev) for dev in devices]
+        cols.mem_quantum[cells] = [quantum for quantum, _ in pieces]
+        cols.mem_piece[cells] = [piece for _, piece in pieces]
         cols.node_ok[at] = [not inventory.problem for inventory in fresh]
         for row, inventory in zip(rows, fresh, strict=True):
             if inventory.cpu_milli is not None:
@@ -574,6 +578,11 @@ class ClusterIndex:
         if isinstance(value, bool) or not isinstance(value, int) or value < 0:
             return -1
         return value
+
+    def _pieces_of(self, device: Device) -> tuple[int, int]:
+        """The smallest and largest memory piece of one share on the device."""
+        share = self.shares.of(device.vendor)
+        return max(share.memory_quantum, 1), share.memory_piece or device.memory_mib
 
     def _intern_kind(self, device: Device) -> int:
         kind = (device.vendor, device.mode)

@@ -88,7 +88,7 @@ def reference_fits(index: ClusterIndex, request: PodRequest, node: str) -> bool:
                 fitting = next((g for g in groups.values() if len(g) >= c.count), [])
             if len(fitting) < c.count:
                 return False
-            if share.pick is not None:
+            if share.pick is not None and c.count > 1:
                 chosen = share.pick(fitting, c.count)
                 if chosen is None:
                     return False

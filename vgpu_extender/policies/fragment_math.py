@@ -115,6 +115,9 @@ class Devices:
     cpu: IntArr
     #: The stage table a share must pass on these devices.
     share: ShareModel
+    #: Per device, the smallest and largest memory piece (MiB) a share takes.
+    mem_quantum: IntArr
+    mem_piece: IntArr
 
     @classmethod
     def of_rows(cls, index: ClusterIndex, rows: IntVec) -> Devices:
@@ -131,11 +134,18 @@ class Devices:
             slots_free=c.slots_free[rows],
             cpu=c.cpu_free[rows],
             share=index.share,
+            mem_quantum=c.mem_quantum[rows],
+            mem_piece=c.mem_piece[rows],
         )
 
     @classmethod
     def of_state(cls, state: NodeState) -> Devices:
         types = tuple(dict.fromkeys(d.type for d in state.devices))
+        models = [state.shares.of(d.vendor) for d in state.devices]
+        pieces = [
+            (max(m.memory_quantum, 1), m.memory_piece or d.memory_mib)
+            for m, d in zip(models, state.devices, strict=True)
+        ]
         return cls(
             usable=np.array([state.usable], dtype=np.bool_),
             type_id=np.array([[types.index(d.type) for d in state.devices]], dtype=np.int64),
@@ -148,6 +158,8 @@ class Devices:
             slots_free=np.array([state.slots_free], dtype=np.int64),
             cpu=np.array([state.host_cpu_free], dtype=np.int64),
             share=state.share,
+            mem_quantum=np.array([[q for q, _ in pieces]], dtype=np.int64),
+            mem_piece=np.array([[p for _, p in pieces]], dtype=np.int64),
         )
 
     def take(self, positions: IntArr) -> Devices:
@@ -163,6 +175,8 @@ class Devices:
             slots_free=self.slots_free[positions],
             cpu=self.cpu[positions],
             share=self.share,
+            mem_quantum=self.mem_quantum[positions],
+            mem_piece=self.mem_piece[positions],
         )
 
     def total(self) -> Capacity:
@@ -214,7 +228,13 @@ def node_state_key(state: NodeState) -> tuple[object, ...]:
 
 
 def share(mem_free: IntArr, cores_free: IntArr, slots_free: IntArr, d: Devices) -> IntArr:
-    """Free capacity ``g`` in milli: the smaller of free memory and free cores."""
+    """Free capacity ``g`` in milli: the smaller of free memory and free cores. Memory
+    counts as far as the device's pieces can still be carved from it (whole quanta, at
+    most a piece per free slot; all of it on an empty device): for memory in any amount
+    (quantum 1, no piece limit) that is all of it."""
+    quantum = np.maximum(d.mem_quantum, 1)  # 0 in the cells of no device
+    carvable = np.minimum(mem_free // quantum * quantum, slots_free * d.mem_piece)
+    mem_free = np.where(mem_free >= d.mem_total, mem_free, np.maximum(carvable, 0))
     mem = np.where(d.mem_total > 0, mem_free * MILLI // np.maximum(d.mem_total, 1), 0)
     cores = np.where(d.cores_total > 0, cores_free * MILLI // np.maximum(d.cores_total, 1), 0)
     out: IntArr = np.where(d.usable & (slots_free > 0), np.minimum(mem, cores), 0)

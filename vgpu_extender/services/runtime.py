@@ -101,7 +101,11 @@ class Runtime:
         sessions = store.session_factory(engine)
         pods = PodCache(max_size=settings.filter_cache_size, ttl_s=settings.filter_cache_ttl_s)
         inventory = InventoryService(
-            cluster=cluster, sessions=sessions, split_count=settings.split_count, clock=clock
+            cluster=cluster,
+            sessions=sessions,
+            split_count=settings.split_count,
+            clock=clock,
+            kube=kube,
         )
         events = EventRecorder(kube, on_drop=hooks.event_dropped) if kube is not None else None
         conflicts = ConflictRegistry(cluster)
@@ -182,7 +186,8 @@ class Runtime:
         vendors = self.cluster.vendors
         if settings.demo:
             self.inventory.register(
-                demo_inventory(priority_label=settings.priority_label), source="file"
+                demo_inventory(priority_label=settings.priority_label, vendors=vendors.names),
+                source="file",
             )
         if settings.inventory_file is not None:
             inventories = load_inventory_file(

@@ -121,13 +121,17 @@ def ascend_share(chip: ChipConfig) -> ShareModel:
     """The share model of one chip's NPUs, with the chip's topology pick: 910C's modules
     (a rule that refuses sets), 910A/910B's rings (a preference only, so the engine's
     device count stays exact), and none for chips without topology (the engine takes
-    the first ``count`` in policy order, with no exact choice to pay for)."""
+    the first ``count`` in policy order, with no exact choice to pay for). 910 chips
+    group their NPUs by ``NetworkID`` for HAMi's ring bonus to the node score; a chip
+    with templates hands memory out in template pieces (smallest to largest), which the
+    fragmentation policy counts."""
     pick: PickRule | None = None
     refuses = False
     if chip.is_910c:
         pick, refuses = pick_910c, True
     elif chip.has_network_topology:
         pick = pick_by_network
+    sizes = [template.memory for template in chip.templates]
     return ShareModel(
         name=chip.common_word,
         stages=STAGES,
@@ -136,6 +140,9 @@ def ascend_share(chip: ChipConfig) -> ShareModel:
         noun="npu",
         pick=pick,
         pick_refuses=refuses,
+        group_key=NETWORK_ID if chip.has_network_topology else None,
+        memory_quantum=min(sizes, default=1),
+        memory_piece=max(sizes, default=0),
     )
 
 
