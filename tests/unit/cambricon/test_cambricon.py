@@ -303,3 +303,8 @@ def test_reasons_read_as_hamis() -> None:
     assert len(set(texts)) == len(texts)
     assert not any(a != b and b.startswith(a) for a in texts for b in texts)
     assert not any("%" in text for text in texts)
+
+
+def test_the_webhook_writes_no_cores_for_a_bare_count() -> None:
+    assert VENDOR.admission.count == "cambricon.com/vmlu"
+    assert VENDOR.admission.cores is None

@@ -192,3 +192,8 @@ def test_reasons_read_as_hamis() -> None:
 
 def test_the_share_is_the_generic_fit() -> None:
     assert VENDOR.share.name == "DCU" and VENDOR.share.pick is None
+
+
+def test_the_webhook_writes_no_cores_for_a_bare_count() -> None:
+    assert VENDOR.admission.count == "hygon.com/dcunum"
+    assert VENDOR.admission.cores is None

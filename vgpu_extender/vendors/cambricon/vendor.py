@@ -39,9 +39,9 @@ class CambriconVendor(HamiVendor):
             ),
             CAMBRICON_SHARE,
             CAMBRICON_WORDING,
-            AdmissionNames(
-                count=cfg.count_resource, memory=cfg.memory_resource, cores=cfg.cores_resource
-            ),
+            # No cores name: HAMi's webhook writes none for a bare count (the parse
+            # reads absent cores as 100), and a written one would be a real resource ask.
+            AdmissionNames(count=cfg.count_resource, memory=cfg.memory_resource),
         )
 
     @property

@@ -35,9 +35,9 @@ class HygonVendor(HamiVendor):
             ),
             HYGON_SHARE,
             HYGON_WORDING,
-            AdmissionNames(
-                count=cfg.count_resource, memory=cfg.memory_resource, cores=cfg.cores_resource
-            ),
+            # No cores name: HAMi's webhook writes none for a bare count (the parse
+            # reads absent cores as 100), and a written one would be a real resource ask.
+            AdmissionNames(count=cfg.count_resource, memory=cfg.memory_resource),
         )
         self._handshake = RegisterHandshake(
             annotation=inventory_codec.HANDSHAKE_ANNOTATION,
