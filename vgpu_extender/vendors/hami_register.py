@@ -16,8 +16,9 @@ import math
 from collections.abc import Iterable, Mapping
 from typing import Any
 
-from vgpu_extender.domain import Device, InventoryError
+from vgpu_extender.domain import Device, InventoryError, RequestError
 from vgpu_extender.domain.device import DEFAULT_MODE, CustomInfo
+from vgpu_extender.domain.quantity import quantity_to_int
 from vgpu_extender.vendors.hami_devices import go_json_string
 
 _INT32_MAX = 2**31 - 1
@@ -104,6 +105,17 @@ def encode_devices(devices: Iterable[Device]) -> str:
         parts.append("}")
         encoded.append("".join(parts))
     return "[" + ",".join(encoded) + "]"
+
+
+def capacity_count(capacity: Mapping[str, str], resource: str) -> int:
+    """A device count from node capacity; absent is 0, unreadable an ``InventoryError``."""
+    raw = capacity.get(resource)
+    if raw is None:
+        return 0
+    try:
+        return quantity_to_int(raw, field=resource)
+    except RequestError as exc:
+        raise InventoryError(f"node capacity {resource}: {exc}") from None
 
 
 def check_unique(devices: Iterable[Device]) -> None:

@@ -16,9 +16,8 @@ import json
 from collections.abc import Iterable, Mapping
 from typing import Any
 
-from vgpu_extender.domain import Device, InventoryError, RequestError
+from vgpu_extender.domain import Device, InventoryError
 from vgpu_extender.domain.device import CustomInfo
-from vgpu_extender.domain.quantity import quantity_to_int
 from vgpu_extender.vendors import hami_register
 from vgpu_extender.vendors.hami_devices import go_json_string
 from vgpu_extender.vendors.metax.request import GPU_WORD, SGPU_WORD
@@ -32,17 +31,6 @@ MODEL = "Model"
 LINK_ZONE = "LinkZone"
 _CUSTOM = (("model", MODEL), ("qosPolicy", QOS_POLICY), ("linkZone", LINK_ZONE))
 _INT32 = (0, 2**31 - 1)
-
-
-def capacity_count(capacity: Mapping[str, str], resource: str) -> int:
-    """A device count from node capacity; absent is 0, unreadable an ``InventoryError``."""
-    raw = capacity.get(resource)
-    if raw is None:
-        return 0
-    try:
-        return quantity_to_int(raw, field=resource)
-    except RequestError as exc:
-        raise InventoryError(f"node capacity {resource}: {exc}") from None
 
 
 def devices_from_capacity(
@@ -59,7 +47,7 @@ def devices_from_capacity(
             type=GPU_WORD,
             vendor=GPU_WORD,
         )
-        for i in range(capacity_count(capacity, resource))
+        for i in range(hami_register.capacity_count(capacity, resource))
     )
 
 
