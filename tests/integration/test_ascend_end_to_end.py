@@ -235,6 +235,13 @@ def test_a_mixed_cluster_places_every_kind_of_pod_where_it_belongs(
         assert "Ascend310P" in annotations["hami.io/Ascend310P-devices-allocated"]
         assert "Ascend310P" not in annotations["hami.io/vgpu-devices-allocated"]
 
+        # The admin API shows the NPUs beside the GPUs, with their vendor and shares.
+        by_name = {n["name"]: n for n in running.client.get("/api/v1/nodes?devices=true").json()}
+        split_devices = by_name["b3-split"]["devices"]
+        assert {d["vendor"] for d in split_devices} == {"Ascend910B3"}
+        assert sum(d["memory_used_mib"] for d in split_devices) == 16384 + 4 * 65536
+        assert {d["vendor"] for d in by_name["mixed"]["devices"]} == {"NVIDIA", "Ascend310P"}
+
         # Nothing is over-allocated in any dimension.
         cols = running.runtime.cluster.index.cols
         for free, total in (

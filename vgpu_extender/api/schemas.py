@@ -42,6 +42,7 @@ class PodShareOut(_Out):
 class DeviceOut(_Out):
     uuid: str
     index: int
+    vendor: str = Field(description="The vendor word: NVIDIA, or an Ascend chip (Ascend910B3).")
     type: str
     numa: int
     mode: str

@@ -53,6 +53,8 @@ class DeviceReport:
     slots: int
     slots_used: int
     pods: tuple[PodShare, ...]
+    #: The device's vendor word: NVIDIA, or an Ascend chip's CommonWord.
+    vendor: str = "NVIDIA"
 
     @property
     def memory_free_mib(self) -> int:
@@ -228,6 +230,7 @@ def _device(device: Device, inventory: NodeInventory, pods: list[PodShare]) -> D
         slots=device.count,
         slots_used=len(ordered),
         pods=ordered,
+        vendor=device.vendor,
     )
 
 
