@@ -144,3 +144,26 @@ def test_a_set_refuses_no_vendor_and_a_word_listed_twice() -> None:
         VendorSet(())
     with pytest.raises(ValueError, match="'NVIDIA' is listed twice"):
         VendorSet((NVIDIA, NvidiaVendor()))
+
+
+def test_a_node_with_two_ascend_chips_lists_both_as_their_own_vendors() -> None:
+    from vgpu_extender.vendors import create_vendor_set
+
+    chips = create_vendor_set("ascend")
+    b3, p310 = chips.get("Ascend910B3"), chips.get("Ascend310P")
+    assert b3 is not None and p310 is not None
+    annotations = {
+        b3.inventory_annotation: json.dumps(
+            [{"id": "b3-0", "count": 4, "devmem": 65536, "devcore": 20, "health": True}]
+        ),
+        p310.inventory_annotation: json.dumps(
+            [{"id": "p-0", "count": 7, "devmem": 21527, "devcore": 8, "health": True}]
+        ),
+        "hami-vnpu-core": "false",
+    }
+    devices = chips.decode_node(annotations)
+    assert devices is not None
+    assert sorted((d.uuid, d.vendor) for d in devices) == [
+        ("b3-0", "Ascend910B3"),
+        ("p-0", "Ascend310P"),
+    ]
