@@ -308,3 +308,10 @@ def test_reasons_read_as_hamis() -> None:
 def test_the_webhook_writes_no_cores_for_a_bare_count() -> None:
     assert VENDOR.admission.count == "cambricon.com/vmlu"
     assert VENDOR.admission.cores is None
+
+
+def test_the_capacity_entries_read() -> None:
+    assert VENDOR.capacity_resources == (
+        "cambricon.com/mlu.smlu.vcore",
+        "cambricon.com/mlu.smlu.vmemory",
+    )

@@ -249,3 +249,7 @@ def test_one_gpu_per_pod() -> None:
     assert allows(("a", "a"), "a")
     assert not allows(("a",), "b")
     assert not allows(("a", "b"), "a")
+
+
+def test_the_capacity_entries_read() -> None:
+    assert VENDOR.capacity_resources == ("mthreads.com/sgpu-core", "mthreads.com/sgpu-memory")

@@ -56,6 +56,12 @@ class CambriconVendor(HamiVendor):
     ) -> ContainerAdmission | None:
         return admission.container_admission(container, self._config)
 
+    @property
+    def capacity_resources(self) -> tuple[str, ...]:
+        """The node ``status.capacity`` entries the MLUs are read from (a change of
+        either is a new inventory)."""
+        return (self._config.cores_resource, self._config.memory_resource)
+
     def devices_from_capacity(
         self, node_name: str, capacity: Mapping[str, str]
     ) -> tuple[Device, ...]:
