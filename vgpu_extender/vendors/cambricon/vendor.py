@@ -10,12 +10,9 @@ from vgpu_extender.vendors.base import AdmissionNames, ContainerAdmission, Vendo
 from vgpu_extender.vendors.cambricon import admission, allocation_codec, inventory_codec, request
 from vgpu_extender.vendors.cambricon.config import WORD, CambriconConfig
 from vgpu_extender.vendors.cambricon.lock import LOCK_ANNOTATION
+from vgpu_extender.vendors.cambricon.share import CAMBRICON_SHARE
 from vgpu_extender.vendors.cambricon.wording import CAMBRICON_WORDING
-from vgpu_extender.vendors.hami_share import generic_share
 from vgpu_extender.vendors.hami_vendor import HamiVendor, VendorNames
-
-#: HAMi's Fit for MLUs is the generic one, with no topology.
-CAMBRICON_SHARE = generic_share(WORD, noun="mlu")
 
 
 class CambriconVendor(HamiVendor):

@@ -8,15 +8,11 @@ from typing import Any
 from vgpu_extender.domain import Device, PodRequest
 from vgpu_extender.vendors.base import AdmissionNames, ContainerAdmission, NodeHandshake, Vendor
 from vgpu_extender.vendors.hami_handshake import RegisterHandshake
-from vgpu_extender.vendors.hami_share import generic_share
 from vgpu_extender.vendors.hami_vendor import HamiVendor, VendorNames
-from vgpu_extender.vendors.hami_wording import hami_wording
 from vgpu_extender.vendors.hygon import admission, allocation_codec, inventory_codec, request
 from vgpu_extender.vendors.hygon.config import WORD, HygonConfig
-
-#: HAMi's Fit for DCUs is the generic one, with no topology.
-HYGON_SHARE = generic_share(WORD, noun="dcu")
-HYGON_WORDING = hami_wording("dcus")
+from vgpu_extender.vendors.hygon.share import HYGON_SHARE
+from vgpu_extender.vendors.hygon.wording import HYGON_WORDING
 
 
 class HygonVendor(HamiVendor):

@@ -10,13 +10,11 @@ from vgpu_extender.domain import Device, PodRequest
 from vgpu_extender.vendors import hami_node_csv
 from vgpu_extender.vendors.base import AdmissionNames, ContainerAdmission, NodeHandshake, Vendor
 from vgpu_extender.vendors.hami_handshake import RegisterHandshake
-from vgpu_extender.vendors.hami_share import generic_share
 from vgpu_extender.vendors.hami_vendor import HamiVendor, VendorNames
-from vgpu_extender.vendors.hami_wording import hami_wording
 from vgpu_extender.vendors.iluvatar import admission, codecs, request
 from vgpu_extender.vendors.iluvatar.config import IluvatarChip, IluvatarConfig
-
-ILUVATAR_WORDING = hami_wording("gpus")
+from vgpu_extender.vendors.iluvatar.share import iluvatar_share
+from vgpu_extender.vendors.iluvatar.wording import ILUVATAR_WORDING
 
 
 class IluvatarChipVendor(HamiVendor):
@@ -32,8 +30,7 @@ class IluvatarChipVendor(HamiVendor):
                 node_lock=codecs.NODE_LOCK,
                 device_type=chip.common_word,
             ),
-            # HAMi's Fit for Iluvatar is the generic one, with no topology.
-            generic_share(chip.common_word, noun="gpu"),
+            iluvatar_share(chip),
             ILUVATAR_WORDING,
             AdmissionNames(
                 count=chip.count_resource,

@@ -7,16 +7,11 @@ from typing import Any
 
 from vgpu_extender.domain import Device, DeviceGrant, PodAssignment, PodRequest
 from vgpu_extender.vendors.base import AdmissionNames, ContainerAdmission, Vendor
-from vgpu_extender.vendors.hami_share import generic_share
 from vgpu_extender.vendors.hami_vendor import HamiVendor, VendorNames
-from vgpu_extender.vendors.hami_wording import hami_wording
 from vgpu_extender.vendors.mthreads import admission, allocation_codec, inventory_codec, request
 from vgpu_extender.vendors.mthreads.config import WORD, MthreadsConfig
-
-#: HAMi's Fit for these GPUs is the generic one (16 cores a GPU, so never exclusive
-#: through cores); its one-GPU-per-pod rule is ``pod_rule``, not a stage.
-MTHREADS_SHARE = generic_share(WORD, noun="gpu")
-MTHREADS_WORDING = hami_wording("moore threads gpus")
+from vgpu_extender.vendors.mthreads.share import MTHREADS_SHARE
+from vgpu_extender.vendors.mthreads.wording import MTHREADS_WORDING
 
 
 class MthreadsVendor(HamiVendor):
