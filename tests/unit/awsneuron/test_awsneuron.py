@@ -191,7 +191,10 @@ def test_contiguous_placement(
 
 def _request(*cores: int) -> PodRequest:
     return PodRequest(
-        "u", containers=tuple(ContainerRequest(f"c{i}", 1, cores=c) for i, c in enumerate(cores))
+        "u",
+        containers=tuple(
+            ContainerRequest(f"c{i}", 1, cores=c, vendor="AWSNeuron") for i, c in enumerate(cores)
+        ),
     )
 
 
@@ -247,3 +250,22 @@ def test_no_lock_no_handshake_and_words() -> None:
     assert VENDOR.names.node_lock is None and VENDOR.handshake is None
     assert VENDOR.wording.text(Reason.NO_DEVICES) == "no neuron devices"
     assert_words_distinct(VENDOR.wording)
+
+
+def test_a_container_asking_two_vendors_is_read_by_its_neuron_ask() -> None:
+    cores = ContainerRequest("c0", 1, cores=1, vendor="AWSNeuron")
+    devices = ContainerRequest("c0", 1, cores=0, vendor="AWSNeuron")
+    assignment = PodAssignment("n", ((DeviceGrant("n-AWSNeuron-1", 0, 1, "AWSNeuron"),),))
+    by_cores = PodRequest(
+        "u", containers=(ContainerRequest("c0", 1, cores=100, vendor="NVIDIA", also=(cores,)),)
+    )
+    by_devices = PodRequest(
+        "u", containers=(ContainerRequest("c0", 1, cores=100, vendor="NVIDIA", also=(devices,)),)
+    )
+    assert (
+        VENDOR.bind_annotations(assignment, bind_time=1, request=by_cores)["AWS_NEURON_IDS"] == "2"
+    )
+    assert (
+        VENDOR.bind_annotations(assignment, bind_time=1, request=by_devices)["AWS_NEURON_IDS"]
+        == "1"
+    )

@@ -18,7 +18,7 @@ from __future__ import annotations
 
 from collections.abc import Sequence
 
-from vgpu_extender.domain import AnnotationError, DeviceGrant, PodRequest
+from vgpu_extender.domain import AnnotationError, ContainerRequest, DeviceGrant, PodRequest
 from vgpu_extender.vendors import hami_devices
 
 ALLOCATED = "hami.io/aws-neuron-devices-allocated"
@@ -80,15 +80,12 @@ def side_annotations(
     request: PodRequest | None,
     cores_per_device: int,
     core_resource: str,
+    vendor: str,
 ) -> dict[str, str]:
     ids: list[str] = []
     by_cores = False
     for position, grants in enumerate(with_masks(containers)):
-        ask = (
-            request.containers[position]
-            if request is not None and position < len(request.containers)
-            else None
-        )
+        ask = _ask_at(request, position, vendor)
         for grant in grants:
             index = index_of(grant.uuid)
             if ask is not None and ask.cores > 0:
@@ -109,3 +106,10 @@ def side_annotations(
     if by_cores:
         annotations[RESOURCE_TYPE] = core_resource
     return annotations
+
+
+def _ask_at(request: PodRequest | None, position: int, vendor: str) -> ContainerRequest | None:
+    """The container's ask of ``vendor`` (one container may ask several vendors)."""
+    if request is None or position >= len(request.containers):
+        return None
+    return next((a for a in request.containers[position].asks if a.vendor == vendor), None)

@@ -74,6 +74,7 @@ class NeuronVendor(HamiVendor):
             request=request,
             cores_per_device=CORES_PER_DEVICE,
             core_resource=self._config.core_resource,
+            vendor=self.name,
         )
 
 
