@@ -22,7 +22,6 @@ from vgpu_extender.domain import (
     PodRequest,
     Wording,
 )
-from vgpu_extender.domain.device import DEFAULT_MODE
 from vgpu_extender.domain.share import ShareModel
 from vgpu_extender.vendors import hami_devices, hami_register
 from vgpu_extender.vendors.base import AdmissionNames, ContainerAdmission, NodeHandshake
@@ -40,7 +39,9 @@ MUTEX_LOCK = "hami.io/mutex.lock"
 class VendorNames:
     """A vendor's fixed names: its word, the resources it manages, its node and pod keys.
     ``to_allocate`` is None for a vendor that writes only the ``allocated`` record;
-    ``node_lock`` is the node annotation locked at bind (None: HAMi takes no lock)."""
+    ``node_lock`` is the node annotation locked at bind (None: HAMi takes no lock);
+    ``capacity`` the node capacity entries a vendor read from capacity reads (its
+    ``inventory`` is then the count resource, no annotation)."""
 
     word: str
     resources: frozenset[str]
@@ -50,6 +51,7 @@ class VendorNames:
     node_lock: str | None = None
     node_keys: tuple[str, ...] = ()
     device_type: str = ""
+    capacity: tuple[str, ...] = ()
 
     @property
     def cordon(self) -> str:
@@ -118,7 +120,27 @@ class HamiVendor:
 
     @property
     def node_keys(self) -> tuple[str, ...]:
+        if self._names.capacity:
+            return self._names.node_keys
         return self._names.node_keys or (self._names.inventory,)
+
+    @property
+    def capacity_keys(self) -> tuple[str, ...]:
+        return self._names.capacity
+
+    def decode_capacity(self, node: str, capacity: Mapping[str, str]) -> tuple[Device, ...] | None:
+        """This vendor's devices from the node's capacity; None for a vendor read from
+        an annotation, or a node without (or with 0 of) the vendor's count resource
+        (HAMi drops a vendor that registers no devices)."""
+        if not self._names.capacity or self._names.capacity[0] not in capacity:
+            return None
+        return self.devices_from_capacity(node, capacity) or None
+
+    def devices_from_capacity(
+        self, node_name: str, capacity: Mapping[str, str]
+    ) -> tuple[Device, ...]:
+        """The devices HAMi makes up from the node's capacity (vendors read so)."""
+        return ()
 
     @property
     def cordon_annotation(self) -> str:
@@ -216,7 +238,6 @@ __all__ = [
     "BIND_PHASE_ALLOCATING",
     "BIND_PHASE_ANNOTATION",
     "BIND_TIME_ANNOTATION",
-    "DEFAULT_MODE",
     "MUTEX_LOCK",
     "NODE_ANNOTATION",
     "HamiVendor",

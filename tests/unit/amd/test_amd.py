@@ -341,3 +341,9 @@ def test_no_handshake_no_admission_rewrite() -> None:
     assert VENDOR.admit(container(limits={"amd.com/gpu": 1}), pod()) is None
     assert VENDOR.admission.count == "amd.com/gpu"
     assert VENDOR.admission.cores is None  # HAMi writes no default percent
+
+
+def test_amd_is_read_from_its_annotation_not_capacity() -> None:
+    assert VENDOR.capacity_keys == ()
+    assert VENDOR.node_keys == ("hami.io/node-amd-register",)
+    assert VENDOR.decode_capacity("node-a", {"amd.com/gpu": "8"}) is None

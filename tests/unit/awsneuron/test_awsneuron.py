@@ -269,3 +269,17 @@ def test_a_container_asking_two_vendors_is_read_by_its_neuron_ask() -> None:
         VENDOR.bind_annotations(assignment, bind_time=1, request=by_devices)["AWS_NEURON_IDS"]
         == "1"
     )
+
+
+def test_devices_through_the_capacity_seam_have_no_instance_type() -> None:
+    assert VENDOR.capacity_keys == ("aws.amazon.com/neuron", "aws.amazon.com/neuroncore")
+    assert VENDOR.node_keys == ()
+    devices = VENDOR.decode_capacity(
+        "node-a", {"aws.amazon.com/neuron": "2", "aws.amazon.com/neuroncore": "4"}
+    )
+    assert devices is not None
+    assert [(d.uuid, d.custom("AWSNodeType")) for d in devices] == [
+        ("node-a-AWSNeuron-0", ""),
+        ("node-a-AWSNeuron-1", ""),
+    ]
+    assert VENDOR.decode_capacity("node-a", {"aws.amazon.com/neuroncore": "4"}) is None

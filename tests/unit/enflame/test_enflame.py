@@ -355,3 +355,13 @@ def test_words() -> None:
     assert DRS.wording.text(Reason.MODE_MISMATCH) == "ModeNotFit"
     assert DRS.wording.text(Reason.NO_DEVICES) == "no gcus"
     assert_words_distinct(DRS.wording)
+
+
+def test_whole_gcus_through_the_capacity_seam() -> None:
+    assert GCU.capacity_keys == ("enflame.com/gcu",) and GCU.node_keys == ()
+    (device,) = GCU.decode_capacity("node-a", {"enflame.com/gcu": "1"}) or ()
+    assert device.uuid == "node-a-GCU-0"
+    assert GCU.decode_capacity("node-a", {}) is None
+    # DRS is an annotation carrying no node name: neither seam reads it yet.
+    assert DRS.capacity_keys == ()
+    assert DRS.decode_capacity("node-a", {"enflame.com/gcu": "1"}) is None

@@ -297,3 +297,15 @@ def test_vxpu_bind_annotations() -> None:
 def test_words() -> None:
     assert VXPU.wording.text(Reason.COMBINATION) == "AllocatedCardsInsufficientRequest"
     assert_words_distinct(WHOLE.wording)
+
+
+def test_whole_xpus_through_the_capacity_seam() -> None:
+    assert WHOLE.capacity_keys == ("kunlunxin.com/xpu",) and WHOLE.node_keys == ()
+    devices = WHOLE.decode_capacity("node-a", {"kunlunxin.com/xpu": "8"})
+    assert devices is not None and [d.uuid for d in devices][-1] == "node-a-kunlun-7"
+    assert WHOLE.decode_capacity("node-a", {"kunlunxin.com/xpu": "0"}) is None
+    assert (
+        VXPU.capacity_keys == () and VXPU.decode_capacity("n", {"kunlunxin.com/xpu": "8"}) is None
+    )
+    with pytest.raises(InventoryError):
+        WHOLE.decode_capacity("node-a", {"kunlunxin.com/xpu": "many"})

@@ -320,3 +320,15 @@ def test_topology_score_literal() -> None:
 def test_words_are_hamis_and_distinct() -> None:
     assert SGPU.wording.text(Reason.SLOTS) == "CardTimeSlicingExhausted"
     assert_words_distinct(GPU.wording)
+
+
+def test_whole_cards_through_the_capacity_seam() -> None:
+    assert GPU.capacity_keys == ("metax-tech.com/gpu",)
+    assert GPU.node_keys == ()
+    assert GPU.decode_capacity("node-a", {"metax-tech.com/gpu": "2"}) == devices_from_capacity(
+        "node-a", {"metax-tech.com/gpu": "2"}
+    )
+    assert GPU.decode_capacity("node-a", {"metax-tech.com/gpu": "0"}) is None
+    assert GPU.decode_capacity("node-a", {"cpu": "8"}) is None
+    assert SGPU.capacity_keys == () and SGPU.node_keys == ("metax-tech.com/node-gpu-devices",)
+    assert SGPU.decode_capacity("node-a", {"metax-tech.com/gpu": "2"}) is None

@@ -26,6 +26,7 @@ class NeuronVendor(HamiVendor):
                 word=request.WORD,
                 resources=frozenset({cfg.count_resource, cfg.core_resource}),
                 inventory=cfg.count_resource,
+                capacity=(cfg.count_resource, cfg.core_resource),
                 allocated=allocation_codec.ALLOCATED,
                 node_lock=allocation_codec.NODE_LOCK,
             ),
@@ -41,12 +42,17 @@ class NeuronVendor(HamiVendor):
         return None
 
     def devices_from_capacity(
-        self, node_name: str, capacity: Mapping[str, str], labels: Mapping[str, str]
+        self,
+        node_name: str,
+        capacity: Mapping[str, str],
+        labels: Mapping[str, str] | None = None,
     ) -> tuple[Device, ...]:
+        """``labels``: the node's, for its instance type (the capacity seam gives none:
+        the devices are then read as wired in aligned groups, not a ring)."""
         return inventory_codec.devices_from_capacity(
             node_name,
             capacity,
-            labels,
+            labels or {},
             count_resource=self._config.count_resource,
             core_resource=self._config.core_resource,
         )

@@ -28,6 +28,7 @@ class GcuVendor(HamiVendor):
                 word=request.GCU_WORD,
                 resources=frozenset({self._config.gcu_resource}),
                 inventory=self._config.gcu_resource,
+                capacity=(self._config.gcu_resource,),
                 allocated=allocation_codec.GCU_ALLOCATED,
                 to_allocate=allocation_codec.GCU_TO_ALLOCATE,
                 node_lock=allocation_codec.NODE_LOCK,

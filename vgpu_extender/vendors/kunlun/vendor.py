@@ -27,6 +27,7 @@ class KunlunVendor(HamiVendor):
                 word=request.WHOLE_WORD,
                 resources=frozenset({self._config.count_resource}),
                 inventory=self._config.count_resource,
+                capacity=(self._config.count_resource,),
                 allocated=allocation_codec.WHOLE_ALLOCATED,
                 node_lock=allocation_codec.WHOLE_NODE_LOCK,
             ),

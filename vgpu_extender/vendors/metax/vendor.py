@@ -28,6 +28,7 @@ class MetaxGpuVendor(HamiVendor):
                 word=request.GPU_WORD,
                 resources=frozenset({self._config.count_resource}),
                 inventory=self._config.count_resource,
+                capacity=(self._config.count_resource,),
                 allocated=allocation_codec.GPU_ALLOCATED,
                 to_allocate=allocation_codec.GPU_TO_ALLOCATE,
                 node_lock=allocation_codec.GPU_NODE_LOCK,
