@@ -10,7 +10,7 @@ from vgpu_extender.vendors.base import AdmissionNames, ContainerAdmission, NodeH
 from vgpu_extender.vendors.hami_vendor import HamiVendor, VendorNames
 from vgpu_extender.vendors.kunlun import admission, allocation_codec, inventory_codec, request
 from vgpu_extender.vendors.kunlun.config import KunlunConfig
-from vgpu_extender.vendors.kunlun.handshake import VxpuHandshake
+from vgpu_extender.vendors.kunlun.handshake import vxpu_handshake
 from vgpu_extender.vendors.kunlun.share import VXPU_SHARE, WHOLE_SHARE
 from vgpu_extender.vendors.kunlun.wording import KUNLUN_WORDING
 
@@ -77,7 +77,7 @@ class VxpuVendor(HamiVendor):
             KUNLUN_WORDING,
             AdmissionNames(count=cfg.vcount_resource, memory=cfg.vmemory_resource),
         )
-        self._handshake = VxpuHandshake(resource=cfg.vcount_resource)
+        self._handshake = vxpu_handshake(cfg.vcount_resource)
 
     @property
     def handshake(self) -> NodeHandshake | None:
