@@ -332,3 +332,14 @@ def test_whole_cards_through_the_capacity_seam() -> None:
     assert GPU.decode_capacity("node-a", {"cpu": "8"}) is None
     assert SGPU.capacity_keys == () and SGPU.node_keys == ("metax-tech.com/node-gpu-devices",)
     assert SGPU.decode_capacity("node-a", {"metax-tech.com/gpu": "2"}) is None
+
+
+def test_the_sgpu_codec_writes_go_json() -> None:
+    (device,) = SGPU.decode_inventory(
+        '[{"uuid":"g","totalDevCount":4,"model":"C500 <x>","linkZone":2,"healthy":true}]'
+    )
+    assert SGPU.encode_inventory((device,)) == (
+        '[{"uuid":"g","totalDevCount":4,"totalCompute":0,"totalVRam":0,"numa":0,'
+        '"healthy":true,"model":"C500 \\u003cx\\u003e","linkZone":2}]'
+    )
+    assert SGPU.decode_inventory(SGPU.encode_inventory((device,))) == (device,)

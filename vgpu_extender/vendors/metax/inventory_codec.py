@@ -83,7 +83,8 @@ def encode_sgpus(devices: Iterable[Device]) -> str:
         for key, name in _CUSTOM:
             item = device.custom(name)
             if item is not None:
-                parts.append(f'"{key}":{json.dumps(item)}')
+                text = go_json_string(item) if isinstance(item, str) else str(item)
+                parts.append(f'"{key}":{text}')
         entries.append("{" + ",".join(parts) + "}")
     return "[" + ",".join(entries) + "]"
 
