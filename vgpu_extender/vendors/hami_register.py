@@ -14,6 +14,7 @@ from __future__ import annotations
 import json
 import math
 from collections.abc import Iterable, Mapping
+from decimal import Decimal
 from typing import Any
 
 from vgpu_extender.domain import Device, InventoryError, RequestError
@@ -239,8 +240,17 @@ def _custom_info(where: str, value: object) -> CustomInfo:
 
 
 def _scalar(value: int | float | str | bool) -> str:
+    """A custom-info value as Go's encoding/json writes it (numbers arrive as float64)."""
     if isinstance(value, bool):
         return "true" if value else "false"
-    if isinstance(value, int | float):
-        return json.dumps(value)
+    if isinstance(value, int):
+        return str(value)
+    if isinstance(value, float):
+        if value.is_integer() and abs(value) < 1e21:
+            return str(int(value))
+        if 1e-6 <= abs(value) < 1e21:
+            return format(Decimal(repr(value)), "f")
+        mantissa, exponent = repr(value).split("e")
+        sign = exponent[0] if exponent[0] in "+-" else "+"
+        return f"{mantissa}e{sign}{exponent.lstrip('+-').lstrip('0') or '0'}"
     return go_json_string(value)

@@ -347,3 +347,21 @@ def test_amd_is_read_from_its_annotation_not_capacity() -> None:
     assert VENDOR.capacity_keys == ()
     assert VENDOR.node_keys == ("hami.io/node-amd-register",)
     assert VENDOR.decode_capacity("node-a", {"amd.com/gpu": "8"}) is None
+
+
+def test_custom_info_scalars_round_trip_as_go_writes_them() -> None:
+    value = (
+        '[{"id":"g","health":true,"custominfo":{"pciBDF":"0000:03:00.0","ratio":1e-7,'
+        '"big":1e21,"whole":2.0,"nested":{"x":1}}}]'
+    )
+    (device,) = VENDOR.decode_inventory(value)
+    assert device.custom_info == (
+        ("big", 1e21),
+        ("pciBDF", "0000:03:00.0"),
+        ("ratio", 1e-7),
+        ("whole", 2.0),
+    )
+    assert VENDOR.encode_inventory((device,)) == (
+        '[{"id":"g","type":"amd","health":true,"custominfo":'
+        '{"big":1e+21,"pciBDF":"0000:03:00.0","ratio":1e-7,"whole":2}}]'
+    )
