@@ -113,10 +113,31 @@ def _ascend_case(word: str) -> VendorCase:
     return VendorCase(_ASCEND[word], _ascend_devices(word), _ascend_containers(word))
 
 
+from tests.contract import (  # noqa: E402  (after the local cases they extend)
+    cases_amd,
+    cases_awsneuron,
+    cases_cambricon,
+    cases_enflame,
+    cases_hygon,
+    cases_iluvatar,
+    cases_kunlun,
+    cases_metax,
+    cases_mthreads,
+)
+
 CASES: dict[str, VendorCase] = {
     "nvidia": VendorCase(create_vendor("nvidia"), _nvidia_devices, _NVIDIA_CONTAINERS),
     # One of each rule: NetworkID rings (910B3), module pairs (910C), no topology (310P).
     **{
         f"ascend:{word}": _ascend_case(word) for word in ("Ascend910B3", "Ascend910C", "Ascend310P")
     },
+    **cases_cambricon.CASES,
+    **cases_hygon.CASES,
+    **cases_iluvatar.CASES,
+    **cases_metax.CASES,
+    **cases_enflame.CASES,
+    **cases_kunlun.CASES,
+    **cases_mthreads.CASES,
+    **cases_awsneuron.CASES,
+    **cases_amd.CASES,
 }

@@ -108,6 +108,13 @@ class WidgetVendor:
     def node_keys(self) -> tuple[str, ...]:
         return (self.inventory_annotation,)
 
+    @property
+    def capacity_keys(self) -> tuple[str, ...]:
+        return ()
+
+    def decode_capacity(self, node: str, capacity: Mapping[str, str]) -> tuple[Device, ...] | None:
+        return None
+
     def decode_node(self, annotations: Mapping[str, str]) -> tuple[Device, ...] | None:
         value = annotations.get(self.inventory_annotation)
         return None if value is None else self.decode_inventory(value)

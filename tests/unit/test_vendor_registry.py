@@ -50,8 +50,13 @@ def test_settings_rename_resources() -> None:
 
 
 def test_unknown_vendor_lists_known_ones() -> None:
-    with pytest.raises(ValueError, match="unknown vendor 'amd'; known: ascend, nvidia"):
-        create_vendor("amd")
+    known = ", ".join(sorted(VENDORS))
+    assert known == (
+        "amd, ascend, awsneuron, cambricon, enflame, hygon, iluvatar, kunlun, metax, "
+        "mthreads, nvidia"
+    )
+    with pytest.raises(ValueError, match=f"unknown vendor 'intel'; known: {known}"):
+        create_vendor("intel")
 
 
 def test_a_factory_of_several_vendors_builds_one_per_chip() -> None:
@@ -84,7 +89,7 @@ def test_a_vendor_set_is_named_by_a_comma_separated_setting() -> None:
 @pytest.mark.parametrize(
     ("names", "message"),
     [
-        ("nvidia,amd", "unknown vendor 'amd'"),
+        ("nvidia,intel", "unknown vendor 'intel'"),
         ("nvidia,,ascend", "no vendor named"),
         ("nvidia,NVIDIA", "named twice"),
         ("", "no vendor named"),

@@ -167,3 +167,25 @@ def test_a_node_with_two_ascend_chips_lists_both_as_their_own_vendors() -> None:
         ("b3-0", "Ascend910B3"),
         ("p-0", "Ascend310P"),
     ]
+
+
+def test_a_vendor_read_from_node_capacity_gets_its_devices_through_the_inventory() -> None:
+    """Cambricon's MLUs are in the node's ``status.capacity`` (HAMi reads them so), with
+    ids made from the node's name: the node's inventory gets them from the capacity the
+    Node object carries, and its change is a change of inventory."""
+    from vgpu_extender.services.inventory import NodeView, node_inventory
+    from vgpu_extender.vendors import create_vendor_set
+
+    vendors = create_vendor_set("nvidia,cambricon")
+    capacity = {"cambricon.com/mlu.smlu.vcore": "200", "cambricon.com/mlu.smlu.vmemory": "256"}
+    assert vendors.capacity_keys() == tuple(capacity)
+    view = NodeView(name="mlu-node", capacity=capacity)
+    inventory = node_inventory(view, vendors, previous=None, split_count=10)
+    assert inventory is not None and not inventory.problem
+    # 200 vcores: two MLUs; 256 units of 256 MiB over them: 32768 MiB each.
+    assert [(d.uuid, d.vendor, d.memory_mib) for d in inventory.devices] == [
+        ("mlu-node-cambricon-mlu-0", "MLU", 32768),
+        ("mlu-node-cambricon-mlu-1", "MLU", 32768),
+    ]
+    # A node without the capacity has no inventory of this vendor.
+    assert node_inventory(NodeView(name="n"), vendors, previous=None, split_count=10) is None

@@ -40,8 +40,14 @@ class _Meta(msgspec.Struct, rename={"resource_version": "resourceVersion"}, gc=F
     resource_version: str = ""
 
 
+class _Status(msgspec.Struct, gc=False):
+    capacity: dict[str, str] | None = None
+    allocatable: dict[str, str] | None = None
+
+
 class _NodeHead(msgspec.Struct, gc=False):
     metadata: _Meta | None = None
+    status: _Status | None = None
 
 
 class _MetaName(msgspec.Struct, rename={"resource_version": "resourceVersion"}, gc=False):
@@ -159,15 +165,19 @@ def _load_view(item: Raw, position: int, what: str) -> NodeView:
     """The inventory-bearing fields of one Node object (called by the service only when
     the object changed); a field of the wrong type is a ``WireError`` naming it."""
     try:
-        meta = _NODE_HEAD.decode(item).metadata
+        head = _NODE_HEAD.decode(item)
+        meta = head.metadata
     except msgspec.DecodeError as exc:
         raise _fail(exc, f"{what}: Nodes.items[{position}]") from None
     assert meta is not None  # the name was read before
+    status = head.status
     return NodeView(
         name=meta.name,
         labels=meta.labels or {},
         annotations=meta.annotations or {},
         resource_version=meta.resource_version,
+        allocatable=status.allocatable if status is not None else None,
+        capacity=status.capacity if status is not None else None,
     )
 
 

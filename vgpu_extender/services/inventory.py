@@ -70,6 +70,9 @@ class NodeView:
     #: ``status.allocatable``, when read with the rest (None: read it if a handshake
     #: needs it).
     allocatable: Mapping[str, str] | None = None
+    #: ``status.capacity``, when read with the rest: the inventory of vendors whose
+    #: devices HAMi reads from the node's capacity (None: not read).
+    capacity: Mapping[str, str] | None = None
 
 
 @dataclass(frozen=True, slots=True)
@@ -124,7 +127,7 @@ def node_inventory(
     problem = ""
     devices: tuple[Device, ...] = kept
     try:
-        decoded = vendors.decode_node(view.annotations)
+        decoded = vendors.decode_node(view.annotations, capacity=view.capacity, name=view.name)
     except InventoryError as exc:
         problem = f"annotation {key} unreadable: {exc}"
     else:
@@ -447,6 +450,7 @@ class InventoryService:
                 annotations=kobj.annotations(node),
                 resource_version=kobj.resource_version(node),
                 allocatable=_allocatable_of(node),
+                capacity=capacity_of(node),
             )
         except (KubeError, MalformedObject) as exc:
             logger.warning("node %s not read again for its handshake: %s", name, exc)
@@ -571,9 +575,11 @@ class InventoryService:
     def _signature(self, view: NodeView) -> tuple[Any, ...]:
         vendors = self._cluster.vendors
         annotations = view.annotations
+        capacity = view.capacity or {}
         return (
             tuple(annotations.get(key) for key in vendors.node_keys()),
             tuple(annotations.get(key) for key in vendors.cordon_keys()),
+            tuple(capacity.get(key) for key in vendors.capacity_keys()),
             tuple(sorted(view.labels.items())),
             # A node agent's report is answered even when its inventory is unchanged.
             tuple(annotations.get(handshake.annotation) for _, handshake in self._handshakes),
@@ -585,8 +591,17 @@ RECHECK_RETRY = timedelta(seconds=15)
 
 
 def _allocatable_of(node: Mapping[str, Any]) -> Mapping[str, str]:
+    return _status_quantities(node, "allocatable")
+
+
+def capacity_of(node: Mapping[str, Any]) -> Mapping[str, str]:
+    """A Node object's ``status.capacity``, as strings (empty when it has none)."""
+    return _status_quantities(node, "capacity")
+
+
+def _status_quantities(node: Mapping[str, Any], field: str) -> Mapping[str, str]:
     status = node.get("status")
-    values = status.get("allocatable") if isinstance(status, Mapping) else None
+    values = status.get(field) if isinstance(status, Mapping) else None
     if not isinstance(values, Mapping):
         return {}
     return {str(key): str(value) for key, value in values.items()}

@@ -41,7 +41,7 @@ from vgpu_extender.log_throttle import ThrottledLog
 from vgpu_extender.services.cluster import ClusterState
 from vgpu_extender.services.conflicts import Conflict, ConflictRegistry, PodRef
 from vgpu_extender.services.event_recorder import EventRecorder
-from vgpu_extender.services.inventory import InventoryService, NodeView
+from vgpu_extender.services.inventory import InventoryService, NodeView, capacity_of
 from vgpu_extender.store.errors import StoreUnavailable
 
 logger = logging.getLogger(__name__)
@@ -107,6 +107,7 @@ def node_view(node: KubeObject) -> NodeView:
         labels=kobj.labels(node),
         annotations=kobj.annotations(node),
         resource_version=kobj.resource_version(node),
+        capacity=capacity_of(node),
     )
 
 

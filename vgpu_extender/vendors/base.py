@@ -125,6 +125,18 @@ class Vendor(Protocol):
         ...
 
     @property
+    def capacity_keys(self) -> tuple[str, ...]:
+        """The node's ``status.capacity`` entries ``decode_capacity`` reads; empty for a
+        vendor whose inventory is an annotation."""
+        ...
+
+    def decode_capacity(self, node: str, capacity: Mapping[str, str]) -> tuple[Device, ...] | None:
+        """This vendor's devices from the node's capacity (HAMi reads some vendors' so, with
+        ids made from the node's name); None when the node has none of this vendor's
+        capacity or the vendor reads an annotation instead. Raises ``InventoryError``."""
+        ...
+
+    @property
     def cordon_annotation(self) -> str:
         """The node annotation listing device UUIDs that take no new allocations."""
         ...

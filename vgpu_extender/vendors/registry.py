@@ -11,8 +11,17 @@ from types import MappingProxyType
 from typing import Any
 
 from vgpu_extender.domain.share import ShareModel
+from vgpu_extender.vendors.amd.vendor import amd_vendors
 from vgpu_extender.vendors.ascend import ascend_vendors
+from vgpu_extender.vendors.awsneuron.vendor import awsneuron_vendors
 from vgpu_extender.vendors.base import Vendor
+from vgpu_extender.vendors.cambricon.vendor import cambricon_vendors
+from vgpu_extender.vendors.enflame.vendor import enflame_vendors
+from vgpu_extender.vendors.hygon.vendor import hygon_vendors
+from vgpu_extender.vendors.iluvatar.vendor import iluvatar_vendors
+from vgpu_extender.vendors.kunlun.vendor import kunlun_vendors
+from vgpu_extender.vendors.metax.vendor import metax_vendors
+from vgpu_extender.vendors.mthreads.vendor import mthreads_vendors
 from vgpu_extender.vendors.nvidia import NvidiaConfig, NvidiaVendor
 from vgpu_extender.vendors.nvidia.share import NVIDIA_SHARE
 from vgpu_extender.vendors.vendor_set import VendorSet
@@ -27,7 +36,19 @@ def _nvidia(settings: Mapping[str, Any]) -> Vendor:
 
 #: Name -> factory. Read-only: adding a vendor is one entry here.
 VENDORS: Mapping[str, VendorFactory] = MappingProxyType(
-    {"nvidia": _nvidia, "ascend": ascend_vendors}
+    {
+        "nvidia": _nvidia,
+        "ascend": ascend_vendors,
+        "cambricon": cambricon_vendors,
+        "hygon": hygon_vendors,
+        "iluvatar": iluvatar_vendors,
+        "metax": metax_vendors,
+        "enflame": enflame_vendors,
+        "kunlun": kunlun_vendors,
+        "mthreads": mthreads_vendors,
+        "awsneuron": awsneuron_vendors,
+        "amd": amd_vendors,
+    }
 )
 
 #: The share model of an index or a store re-check built without one: the default

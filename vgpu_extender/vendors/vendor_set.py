@@ -160,13 +160,22 @@ class VendorSet:
         return None if merged is None else tuple(tuple(c) for c in merged)
 
     # ----------------------------------------------------------------- nodes
-    def decode_node(self, annotations: Mapping[str, str]) -> tuple[Device, ...] | None:
-        """Every member's devices on a node, in member order; None when the node carries
-        no member's inventory. Raises ``InventoryError`` naming the vendor at fault."""
+    def decode_node(
+        self,
+        annotations: Mapping[str, str],
+        *,
+        capacity: Mapping[str, str] | None = None,
+        name: str = "",
+    ) -> tuple[Device, ...] | None:
+        """Every member's devices on a node, in member order, from its annotations or,
+        for a vendor read so, its ``capacity``; None when the node carries no member's
+        inventory. Raises ``InventoryError`` naming the vendor at fault."""
         found: list[Device] | None = None
         for vendor in self._members:
             try:
                 devices = vendor.decode_node(annotations)
+                if devices is None and capacity is not None and vendor.capacity_keys:
+                    devices = vendor.decode_capacity(name, capacity)
             except InventoryError as exc:
                 if len(self._members) == 1:
                     raise
@@ -174,6 +183,10 @@ class VendorSet:
             if devices is not None:
                 found = [*(found or ()), *devices]
         return None if found is None else tuple(found)
+
+    def capacity_keys(self) -> tuple[str, ...]:
+        """Every node capacity entry the members' inventories are read from."""
+        return tuple(dict.fromkeys(k for v in self._members for k in v.capacity_keys))
 
     def inventory_keys(self) -> tuple[str, ...]:
         """The node annotations the members read inventories from."""

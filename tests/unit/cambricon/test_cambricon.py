@@ -311,7 +311,7 @@ def test_the_webhook_writes_no_cores_for_a_bare_count() -> None:
 
 
 def test_the_capacity_entries_read() -> None:
-    assert VENDOR.capacity_resources == (
+    assert VENDOR.capacity_keys == (
         "cambricon.com/mlu.smlu.vcore",
         "cambricon.com/mlu.smlu.vmemory",
     )

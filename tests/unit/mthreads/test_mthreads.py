@@ -252,4 +252,4 @@ def test_one_gpu_per_pod() -> None:
 
 
 def test_the_capacity_entries_read() -> None:
-    assert VENDOR.capacity_resources == ("mthreads.com/sgpu-core", "mthreads.com/sgpu-memory")
+    assert VENDOR.capacity_keys == ("mthreads.com/sgpu-core", "mthreads.com/sgpu-memory")

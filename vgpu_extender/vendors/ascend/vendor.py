@@ -103,6 +103,13 @@ class AscendChipVendor:
         mode = inventory_codec.node_mode({}, default_core=self._config.hami_vnpu_core)
         return inventory_codec.decode_inventory(value, self._chip, mode=mode)
 
+    @property
+    def capacity_keys(self) -> tuple[str, ...]:
+        return ()
+
+    def decode_capacity(self, node: str, capacity: Mapping[str, str]) -> tuple[Device, ...] | None:
+        return None
+
     def decode_node(self, annotations: Mapping[str, str]) -> tuple[Device, ...] | None:
         value = annotations.get(self.inventory_annotation)
         if value is None:

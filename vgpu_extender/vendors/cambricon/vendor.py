@@ -17,8 +17,8 @@ from vgpu_extender.vendors.hami_vendor import HamiVendor, VendorNames
 
 class CambriconVendor(HamiVendor):
     """Reads pods and writes HAMi's Cambricon annotations. The inventory is the node's
-    capacity (``devices_from_capacity``), which ``decode_node`` is not given: it
-    answers None until the seam passes capacity. HAMi's health check for MLUs always
+    capacity, read through ``decode_capacity`` (``devices_from_capacity``);
+    ``decode_node`` reads no annotation. HAMi's health check for MLUs always
     passes: there is no handshake."""
 
     def __init__(self, config: CambriconConfig | None = None) -> None:
@@ -33,6 +33,7 @@ class CambriconVendor(HamiVendor):
                 to_allocate=allocation_codec.TO_ALLOCATE_ANNOTATION,
                 node_lock=LOCK_ANNOTATION,
                 device_type=WORD,
+                capacity=(cfg.cores_resource, cfg.memory_resource),
             ),
             CAMBRICON_SHARE,
             CAMBRICON_WORDING,
@@ -53,12 +54,6 @@ class CambriconVendor(HamiVendor):
     ) -> ContainerAdmission | None:
         return admission.container_admission(container, self._config)
 
-    @property
-    def capacity_resources(self) -> tuple[str, ...]:
-        """The node ``status.capacity`` entries the MLUs are read from (a change of
-        either is a new inventory)."""
-        return (self._config.cores_resource, self._config.memory_resource)
-
     def devices_from_capacity(
         self, node_name: str, capacity: Mapping[str, str]
     ) -> tuple[Device, ...]:
@@ -75,7 +70,7 @@ class CambriconVendor(HamiVendor):
         return ()
 
     def decode_node(self, annotations: Mapping[str, str]) -> tuple[Device, ...] | None:
-        return None  # MLUs are in the node's capacity, which this is not given
+        return None  # MLUs are in the node's capacity (decode_capacity)
 
     def extra_annotations(
         self,

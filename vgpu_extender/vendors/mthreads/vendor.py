@@ -16,8 +16,8 @@ from vgpu_extender.vendors.mthreads.wording import MTHREADS_WORDING
 
 class MthreadsVendor(HamiVendor):
     """Reads pods and writes HAMi's Moore Threads annotations. The inventory is the
-    node's capacity (``devices_from_capacity``), which ``decode_node`` is not given: it
-    answers None until the seam passes capacity. No handshake, no node lock."""
+    node's capacity, read through ``decode_capacity`` (``devices_from_capacity``);
+    ``decode_node`` reads no annotation. No handshake, no node lock."""
 
     def __init__(self, config: MthreadsConfig | None = None) -> None:
         self._config = config or MthreadsConfig()
@@ -29,6 +29,7 @@ class MthreadsVendor(HamiVendor):
                 inventory=inventory_codec.INVENTORY_ANNOTATION,
                 allocated=allocation_codec.ALLOCATED_ANNOTATION,
                 device_type=WORD,
+                capacity=(cfg.cores_resource, cfg.memory_resource),
             ),
             MTHREADS_SHARE,
             MTHREADS_WORDING,
@@ -48,12 +49,6 @@ class MthreadsVendor(HamiVendor):
     ) -> ContainerAdmission | None:
         return admission.container_admission(container, self._config)
 
-    @property
-    def capacity_resources(self) -> tuple[str, ...]:
-        """The node ``status.capacity`` entries the GPUs are read from (a change of
-        either is a new inventory)."""
-        return (self._config.cores_resource, self._config.memory_resource)
-
     def devices_from_capacity(
         self, node_name: str, capacity: Mapping[str, str]
     ) -> tuple[Device, ...]:
@@ -70,7 +65,7 @@ class MthreadsVendor(HamiVendor):
         return ()
 
     def decode_node(self, annotations: Mapping[str, str]) -> tuple[Device, ...] | None:
-        return None  # the GPUs are in the node's capacity, which this is not given
+        return None  # the GPUs are in the node's capacity (decode_capacity)
 
     def extra_annotations(
         self,

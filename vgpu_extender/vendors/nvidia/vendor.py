@@ -93,6 +93,13 @@ class NvidiaVendor:
     def decode_inventory(self, value: str) -> tuple[Device, ...]:
         return inventory_codec.decode_inventory(value, vendor=self._config.vendor_word)
 
+    @property
+    def capacity_keys(self) -> tuple[str, ...]:
+        return ()
+
+    def decode_capacity(self, node: str, capacity: Mapping[str, str]) -> tuple[Device, ...] | None:
+        return None
+
     def decode_node(self, annotations: Mapping[str, str]) -> tuple[Device, ...] | None:
         value = annotations.get(self._config.register_annotation)
         return None if value is None else self.decode_inventory(value)
