@@ -81,7 +81,7 @@ class DeviceColumns:
         self.type_id = np.full(shape, -1, dtype=np.int64)
         self.kind_id = np.full(shape, -1, dtype=np.int64)
         self.group = np.full(shape, -1, dtype=np.int64)
-        self.mem_quantum = np.ones(shape, dtype=np.int64)
+        self.mem_quantum = np.zeros(shape, dtype=np.int64)
         self.mem_piece = np.zeros(shape, dtype=np.int64)
         self.node_ok = np.zeros(self.rows, dtype=np.bool_)
         for name in self._ROW_SUMS:
