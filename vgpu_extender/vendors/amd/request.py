@@ -12,9 +12,9 @@ from __future__ import annotations
 from collections.abc import Mapping
 from typing import Any
 
-from vgpu_extender.domain import ContainerRequest, DeviceSelector, PodRequest, RequestError
+from vgpu_extender.domain import ContainerRequest, PodRequest, RequestError
 from vgpu_extender.domain.quantity import quantity_to_int
-from vgpu_extender.vendors import hami_pod
+from vgpu_extender.vendors import hami_ask, hami_pod
 from vgpu_extender.vendors.amd.config import AmdConfig
 
 WORD = "AMD"
@@ -26,19 +26,10 @@ FULL_PERCENT = 100
 
 
 def read_ask(spec: hami_pod.ContainerSpec, config: AmdConfig) -> ContainerRequest:
-    none = ContainerRequest(name=spec.name, init=spec.init, vendor=WORD)
-    count_raw = spec.value(config.count_resource)
-    if count_raw is None:
-        return none
-    count = quantity_to_int(count_raw, field=config.count_resource, container=spec.name)
+    count = hami_ask.integer(spec, config.count_resource)
     if count == 0:
-        return none
-    memory_raw = spec.value(config.memory_resource)
-    memory = (
-        0
-        if memory_raw is None
-        else quantity_to_int(memory_raw, field=config.memory_resource, container=spec.name)
-    )
+        return hami_ask.none(spec, WORD)
+    memory = hami_ask.integer(spec, config.memory_resource)
     cores_raw = spec.value(config.cores_resource)
     cores = FULL_PERCENT
     if cores_raw is not None:
@@ -50,24 +41,10 @@ def read_ask(spec: hami_pod.ContainerSpec, config: AmdConfig) -> ContainerReques
                 field=config.cores_resource,
                 value=cores_raw,
             )
-    return ContainerRequest(
-        name=spec.name,
-        count=count,
-        memory_mib=memory,
-        memory_percent=0 if memory else 100,
-        cores=cores,
-        init=spec.init,
-        vendor=WORD,
-    )
+    return hami_ask.share(spec, WORD, count, memory, cores)
 
 
-def read_selector(annotations: Mapping[str, Any]) -> DeviceSelector:
-    return DeviceSelector(
-        use_types=tuple(t.lower() for t in hami_pod.listed(annotations, USE_TYPE)),
-        avoid_types=tuple(t.lower() for t in hami_pod.listed(annotations, AVOID_TYPE)),
-        use_uuids=hami_pod.listed(annotations, USE_UUID),
-        avoid_uuids=hami_pod.listed(annotations, AVOID_UUID),
-    )
+read_selector = hami_ask.typed_selector(USE_TYPE, AVOID_TYPE, USE_UUID, AVOID_UUID)
 
 
 def parse_pod(pod: Mapping[str, Any], config: AmdConfig) -> PodRequest:

@@ -17,9 +17,8 @@ from __future__ import annotations
 from collections.abc import Mapping
 from typing import Any
 
-from vgpu_extender.domain import ContainerRequest, PodRequest, RequestError
-from vgpu_extender.domain.quantity import INT32_MAX, quantity_to_int
-from vgpu_extender.vendors import hami_pod
+from vgpu_extender.domain import ContainerRequest, PodRequest
+from vgpu_extender.vendors import hami_ask, hami_pod
 from vgpu_extender.vendors.cambricon.config import MEMORY_UNIT_MIB, WORD, CambriconConfig
 
 USE_UUID_ANNOTATION = "cambricon.com/use-gpuuuid"
@@ -38,38 +37,9 @@ def parse_pod(pod: Mapping[str, Any], config: CambriconConfig) -> PodRequest:
 
 
 def read_ask(spec: hami_pod.ContainerSpec, config: CambriconConfig) -> ContainerRequest:
-    name = spec.name
-    none = ContainerRequest(name=name, init=spec.init, vendor=WORD)
-    count_raw = spec.value(config.count_resource)
-    if count_raw is None:
-        return none
-    count = quantity_to_int(count_raw, field=config.count_resource, container=name)
+    count = hami_ask.integer(spec, config.count_resource)
     if count == 0:
-        return none
-    memory = 0
-    mem_raw = spec.value(config.memory_resource)
-    if mem_raw is not None:
-        units = quantity_to_int(mem_raw, field=config.memory_resource, container=name)
-        memory = units * MEMORY_UNIT_MIB
-        if memory > INT32_MAX:
-            raise RequestError(
-                f"quantity times {MEMORY_UNIT_MIB} MiB must be at most {INT32_MAX} MiB",
-                container=name,
-                field=config.memory_resource,
-                value=mem_raw,
-            )
-    cores_raw = spec.value(config.cores_resource)
-    cores = (
-        DEFAULT_CORES
-        if cores_raw is None
-        else quantity_to_int(cores_raw, field=config.cores_resource, container=name)
-    )
-    return ContainerRequest(
-        name=name,
-        count=count,
-        memory_mib=memory,
-        memory_percent=0 if memory else 100,
-        cores=cores,
-        init=spec.init,
-        vendor=WORD,
-    )
+        return hami_ask.none(spec, WORD)
+    memory = hami_ask.scaled_memory(spec, config.memory_resource, MEMORY_UNIT_MIB)
+    cores = hami_ask.integer(spec, config.cores_resource, DEFAULT_CORES)
+    return hami_ask.share(spec, WORD, count, memory, cores)

@@ -17,8 +17,7 @@ from collections.abc import Mapping
 from typing import Any
 
 from vgpu_extender.domain import ContainerRequest, PodRequest
-from vgpu_extender.domain.quantity import quantity_to_int
-from vgpu_extender.vendors import hami_pod
+from vgpu_extender.vendors import hami_ask, hami_pod
 from vgpu_extender.vendors.enflame import profiles
 from vgpu_extender.vendors.enflame.config import EnflameConfig
 
@@ -30,47 +29,19 @@ NO_PROFILE = "no-drs-profile"
 
 
 def read_gcu_ask(spec: hami_pod.ContainerSpec, config: EnflameConfig) -> ContainerRequest:
-    none = ContainerRequest(name=spec.name, init=spec.init, vendor=GCU_WORD)
-    raw = spec.value(config.gcu_resource)
-    if raw is None:
-        return none
-    count = quantity_to_int(raw, field=config.gcu_resource, container=spec.name)
-    if count == 0:
-        return none
-    return ContainerRequest(
-        name=spec.name,
-        count=count,
-        memory_percent=100,
-        cores=100,
-        init=spec.init,
-        vendor=GCU_WORD,
-    )
+    return hami_ask.whole_devices(spec, config.gcu_resource, GCU_WORD)
 
 
 def read_drs_ask(spec: hami_pod.ContainerSpec, config: EnflameConfig) -> ContainerRequest:
-    none = ContainerRequest(name=spec.name, init=spec.init, vendor=DRS_WORD)
     profile: profiles.Profile | None
-    raw = spec.value(config.drs_resource)
-    slices = (
-        0 if raw is None else quantity_to_int(raw, field=config.drs_resource, container=spec.name)
-    )
+    slices = hami_ask.integer(spec, config.drs_resource)
     if slices > 0:
         profile = profiles.by_slices(config.profiles, slices)
     else:
-        memory_raw = spec.value(config.memory_resource)
-        cores_raw = spec.value(config.core_resource)
-        if memory_raw is None and cores_raw is None:
-            return none
-        memory = (
-            0
-            if memory_raw is None
-            else quantity_to_int(memory_raw, field=config.memory_resource, container=spec.name)
-        )
-        cores = (
-            0
-            if cores_raw is None
-            else quantity_to_int(cores_raw, field=config.core_resource, container=spec.name)
-        )
+        if spec.value(config.memory_resource) is None and spec.value(config.core_resource) is None:
+            return hami_ask.none(spec, DRS_WORD)
+        memory = hami_ask.integer(spec, config.memory_resource)
+        cores = hami_ask.integer(spec, config.core_resource)
         profile = profiles.by_spec(config.profiles, memory, cores)
     if profile is None:
         return ContainerRequest(

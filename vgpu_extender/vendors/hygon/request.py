@@ -16,9 +16,9 @@ from __future__ import annotations
 from collections.abc import Mapping
 from typing import Any
 
-from vgpu_extender.domain import ContainerRequest, DeviceSelector, PodRequest, RequestError
-from vgpu_extender.domain.quantity import INT32_MAX, quantity_to_int
-from vgpu_extender.vendors import hami_pod
+from vgpu_extender.domain import ContainerRequest, PodRequest
+from vgpu_extender.domain.quantity import INT32_MAX
+from vgpu_extender.vendors import hami_ask, hami_pod
 from vgpu_extender.vendors.hygon.config import WORD, HygonConfig
 
 USE_TYPE_ANNOTATION = "hygon.com/use-dcutype"
@@ -34,48 +34,20 @@ def parse_pod(pod: Mapping[str, Any], config: HygonConfig) -> PodRequest:
 
 
 def read_ask(spec: hami_pod.ContainerSpec, config: HygonConfig) -> ContainerRequest:
-    name = spec.name
-    none = ContainerRequest(name=name, init=spec.init, vendor=WORD)
-    count_raw = spec.value(config.count_resource)
-    if count_raw is None:
-        return none
-    count = quantity_to_int(count_raw, field=config.count_resource, container=name)
+    count = hami_ask.integer(spec, config.count_resource)
     if count == 0:
-        return none
-    memory = 0
-    mem_raw = spec.value(config.memory_resource)
-    if mem_raw is not None:
-        memory = quantity_to_int(mem_raw, field=config.memory_resource, container=name)
-        memory *= config.memory_factor
-        if memory > INT32_MAX:
-            raise RequestError(
-                f"quantity times the memory factor {config.memory_factor} must be at most "
-                f"{INT32_MAX}",
-                container=name,
-                field=config.memory_resource,
-                value=mem_raw,
-            )
-    cores_raw = spec.value(config.cores_resource)
-    cores = (
-        DEFAULT_CORES
-        if cores_raw is None
-        else quantity_to_int(cores_raw, field=config.cores_resource, container=name)
+        return hami_ask.none(spec, WORD)
+    factor = config.memory_factor
+    memory = hami_ask.scaled_memory(
+        spec,
+        config.memory_resource,
+        factor,
+        f"quantity times the memory factor {factor} must be at most {INT32_MAX}",
     )
-    return ContainerRequest(
-        name=name,
-        count=count,
-        memory_mib=memory,
-        memory_percent=0 if memory else 100,
-        cores=cores,
-        init=spec.init,
-        vendor=WORD,
-    )
+    cores = hami_ask.integer(spec, config.cores_resource, DEFAULT_CORES)
+    return hami_ask.share(spec, WORD, count, memory, cores)
 
 
-def read_selector(annotations: Mapping[str, Any]) -> DeviceSelector:
-    return DeviceSelector(
-        use_types=tuple(t.lower() for t in hami_pod.listed(annotations, USE_TYPE_ANNOTATION)),
-        avoid_types=tuple(t.lower() for t in hami_pod.listed(annotations, AVOID_TYPE_ANNOTATION)),
-        use_uuids=hami_pod.listed(annotations, USE_UUID_ANNOTATION),
-        avoid_uuids=hami_pod.listed(annotations, AVOID_UUID_ANNOTATION),
-    )
+read_selector = hami_ask.typed_selector(
+    USE_TYPE_ANNOTATION, AVOID_TYPE_ANNOTATION, USE_UUID_ANNOTATION, AVOID_UUID_ANNOTATION
+)

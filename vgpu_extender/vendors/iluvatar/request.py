@@ -15,9 +15,8 @@ from __future__ import annotations
 from collections.abc import Mapping
 from typing import Any
 
-from vgpu_extender.domain import ContainerRequest, PodRequest, RequestError
-from vgpu_extender.domain.quantity import INT32_MAX, quantity_to_int
-from vgpu_extender.vendors import hami_pod
+from vgpu_extender.domain import ContainerRequest, PodRequest
+from vgpu_extender.vendors import hami_ask, hami_pod
 from vgpu_extender.vendors.iluvatar.config import MEMORY_UNIT_MIB, IluvatarChip
 
 
@@ -37,38 +36,9 @@ def parse_pod(pod: Mapping[str, Any], chip: IluvatarChip) -> PodRequest:
 
 
 def read_ask(spec: hami_pod.ContainerSpec, chip: IluvatarChip) -> ContainerRequest:
-    name = spec.name
-    none = ContainerRequest(name=name, init=spec.init, vendor=chip.common_word)
-    count_raw = spec.value(chip.count_resource)
-    if count_raw is None:
-        return none
-    count = quantity_to_int(count_raw, field=chip.count_resource, container=name)
+    count = hami_ask.integer(spec, chip.count_resource)
     if count == 0:
-        return none
-    memory = 0
-    mem_raw = spec.value(chip.memory_resource)
-    if mem_raw is not None:
-        memory = quantity_to_int(mem_raw, field=chip.memory_resource, container=name)
-        memory *= MEMORY_UNIT_MIB
-        if memory > INT32_MAX:
-            raise RequestError(
-                f"quantity times {MEMORY_UNIT_MIB} MiB must be at most {INT32_MAX} MiB",
-                container=name,
-                field=chip.memory_resource,
-                value=mem_raw,
-            )
-    cores_raw = spec.value(chip.cores_resource)
-    cores = (
-        0
-        if cores_raw is None
-        else quantity_to_int(cores_raw, field=chip.cores_resource, container=name)
-    )
-    return ContainerRequest(
-        name=name,
-        count=count,
-        memory_mib=memory,
-        memory_percent=0 if memory else 100,
-        cores=cores,
-        init=spec.init,
-        vendor=chip.common_word,
-    )
+        return hami_ask.none(spec, chip.common_word)
+    memory = hami_ask.scaled_memory(spec, chip.memory_resource, MEMORY_UNIT_MIB)
+    cores = hami_ask.integer(spec, chip.cores_resource)
+    return hami_ask.share(spec, chip.common_word, count, memory, cores)

@@ -17,8 +17,7 @@ from collections.abc import Mapping
 from typing import Any
 
 from vgpu_extender.domain import ContainerRequest, DeviceSelector, PodRequest, RequestError
-from vgpu_extender.domain.quantity import quantity_to_int
-from vgpu_extender.vendors import hami_pod
+from vgpu_extender.vendors import hami_ask, hami_pod
 from vgpu_extender.vendors.kunlun.config import KunlunConfig
 
 WHOLE_WORD = "kunlun"
@@ -42,44 +41,20 @@ def cores_of(memory_mib: int) -> int:
 
 
 def read_whole_ask(spec: hami_pod.ContainerSpec, config: KunlunConfig) -> ContainerRequest:
-    none = ContainerRequest(name=spec.name, init=spec.init, vendor=WHOLE_WORD)
-    raw = spec.value(config.count_resource)
-    if raw is None:
-        return none
-    count = quantity_to_int(raw, field=config.count_resource, container=spec.name)
-    if count == 0:
-        return none
-    return ContainerRequest(
-        name=spec.name,
-        count=count,
-        memory_percent=100,
-        cores=100,
-        init=spec.init,
-        vendor=WHOLE_WORD,
-    )
+    return hami_ask.whole_devices(spec, config.count_resource, WHOLE_WORD)
 
 
 def read_vxpu_ask(spec: hami_pod.ContainerSpec, config: KunlunConfig) -> ContainerRequest:
-    none = ContainerRequest(name=spec.name, init=spec.init, vendor=VXPU_WORD)
-    raw = spec.value(config.vcount_resource)
-    if raw is None:
-        return none
-    count = quantity_to_int(raw, field=config.vcount_resource, container=spec.name)
+    count = hami_ask.integer(spec, config.vcount_resource)
     if count == 0:
-        return none
-    memory_raw = spec.value(config.vmemory_resource)
-    asked = (
-        0
-        if memory_raw is None
-        else quantity_to_int(memory_raw, field=config.vmemory_resource, container=spec.name)
-    )
-    memory = round_memory(asked)
+        return hami_ask.none(spec, VXPU_WORD)
+    memory = round_memory(hami_ask.integer(spec, config.vmemory_resource))
     if memory is None:
         raise RequestError(
             f"vXPU memory must be at most a card's {CARD_MIB} MiB",
             container=spec.name,
             field=config.vmemory_resource,
-            value=memory_raw,
+            value=spec.value(config.vmemory_resource),
         )
     return ContainerRequest(
         name=spec.name,

@@ -19,7 +19,7 @@ from typing import Any
 
 from vgpu_extender.domain import ContainerRequest, PodRequest, RequestError
 from vgpu_extender.domain.quantity import INT32_MAX, parse_quantity, quantity_to_int
-from vgpu_extender.vendors import hami_pod
+from vgpu_extender.vendors import hami_ask, hami_pod
 from vgpu_extender.vendors.metax.config import MetaxConfig
 
 GPU_WORD = "Metax-GPU"
@@ -35,21 +35,7 @@ _MIB = 2**20
 
 
 def read_gpu_ask(spec: hami_pod.ContainerSpec, config: MetaxConfig) -> ContainerRequest:
-    none = ContainerRequest(name=spec.name, init=spec.init, vendor=GPU_WORD)
-    raw = spec.value(config.count_resource)
-    if raw is None:
-        return none
-    count = quantity_to_int(raw, field=config.count_resource, container=spec.name)
-    if count == 0:
-        return none
-    return ContainerRequest(
-        name=spec.name,
-        count=count,
-        memory_percent=100,
-        cores=FULL_CORES,
-        init=spec.init,
-        vendor=GPU_WORD,
-    )
+    return hami_ask.whole_devices(spec, config.count_resource, GPU_WORD)
 
 
 def vmemory_mib(value: Any, *, field: str, container: str = "") -> int:
@@ -73,13 +59,12 @@ def vmemory_mib(value: Any, *, field: str, container: str = "") -> int:
 
 
 def read_sgpu_ask(spec: hami_pod.ContainerSpec, config: MetaxConfig) -> ContainerRequest:
-    none = ContainerRequest(name=spec.name, init=spec.init, vendor=SGPU_WORD)
     raw = spec.limits.get(config.sgpu_resource)
     if raw is None:
-        return none
+        return hami_ask.none(spec, SGPU_WORD)
     count = quantity_to_int(raw, field=config.sgpu_resource, container=spec.name)
     if count == 0:
-        return none
+        return hami_ask.none(spec, SGPU_WORD)
     memory_raw = spec.limits.get(config.vmemory_resource)
     memory = (
         0
@@ -94,15 +79,7 @@ def read_sgpu_ask(spec: hami_pod.ContainerSpec, config: MetaxConfig) -> Containe
     )
     if spec.annotations.get(APP_CLASS_ANNOTATION) == ONLINE:
         cores = 0  # HAMi ignores an online pod's cores and charges none
-    return ContainerRequest(
-        name=spec.name,
-        count=count,
-        memory_mib=memory,
-        memory_percent=0 if memory else 100,
-        cores=cores,
-        init=spec.init,
-        vendor=SGPU_WORD,
-    )
+    return hami_ask.share(spec, SGPU_WORD, count, memory, cores)
 
 
 def parse_gpu_pod(pod: Mapping[str, Any], config: MetaxConfig) -> PodRequest:

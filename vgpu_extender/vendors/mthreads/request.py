@@ -16,9 +16,8 @@ from __future__ import annotations
 from collections.abc import Mapping
 from typing import Any
 
-from vgpu_extender.domain import ContainerRequest, PodRequest, RequestError
-from vgpu_extender.domain.quantity import INT32_MAX, quantity_to_int
-from vgpu_extender.vendors import hami_pod
+from vgpu_extender.domain import ContainerRequest, PodRequest
+from vgpu_extender.vendors import hami_ask, hami_pod
 from vgpu_extender.vendors.mthreads.config import MEMORY_UNIT_MIB, WORD, MthreadsConfig
 
 USE_UUID_ANNOTATION = "mthreads.ai/use-gpuuuid"
@@ -33,37 +32,18 @@ def parse_pod(pod: Mapping[str, Any], config: MthreadsConfig) -> PodRequest:
 
 
 def read_ask(spec: hami_pod.ContainerSpec, config: MthreadsConfig) -> ContainerRequest:
-    name = spec.name
-    none = ContainerRequest(name=name, init=spec.init, vendor=WORD)
-    count_raw = spec.value(config.count_resource)
-    if count_raw is None:
-        return none
-    count = quantity_to_int(count_raw, field=config.count_resource, container=name)
+    count = hami_ask.integer(spec, config.count_resource)
     if count == 0:
-        return none
-    memory = 0
-    mem_raw = spec.value(config.memory_resource)
-    if mem_raw is not None:
-        memory = quantity_to_int(mem_raw, field=config.memory_resource, container=name)
-        memory *= MEMORY_UNIT_MIB
-        if memory > INT32_MAX:
-            raise RequestError(
-                f"quantity times {MEMORY_UNIT_MIB} MiB must be at most {INT32_MAX} MiB",
-                container=name,
-                field=config.memory_resource,
-                value=mem_raw,
-            )
-    cores_raw = spec.value(config.cores_resource)
-    cores = (
-        0
-        if cores_raw is None
-        else quantity_to_int(cores_raw, field=config.cores_resource, container=name)
-    )
+        return hami_ask.none(spec, WORD)
+    memory = hami_ask.scaled_memory(spec, config.memory_resource, MEMORY_UNIT_MIB)
+    cores = hami_ask.integer(spec, config.cores_resource)
+    # Asked for the container as a whole: each GPU takes its part (Go's division); the
+    # whole memory only when none was asked, even where a part rounds down to 0.
     return ContainerRequest(
-        name=name,
+        name=spec.name,
         count=count,
         memory_mib=memory // count,
-        memory_percent=0 if memory else 100,
+        memory_percent=0 if memory else hami_ask.FULL_PERCENT,
         cores=cores // count,
         init=spec.init,
         vendor=WORD,
