@@ -2,10 +2,7 @@
 
 from __future__ import annotations
 
-import http.client
 import logging
-import os
-import signal
 import socket
 import subprocess
 import sys
@@ -19,6 +16,14 @@ from typer.testing import CliRunner
 from device_plugins.agent import DevicePluginAgent
 from device_plugins.cli import FLAGS, app, version
 from device_plugins.settings import DevicePluginSettings
+from tests.device_plugins.agent_process import (
+    agent_process,
+    clean_environment,
+    free_port,
+    http_get,
+    kubeconfig,
+    stop,
+)
 from tests.device_plugins.conftest import NODE
 from tests.device_plugins.harness import eventually
 from tests.device_plugins.kubelet import FakeKubelet
@@ -40,11 +45,8 @@ def device_file(tmp_path: Path) -> Path:
 
 
 @pytest.fixture(autouse=True)
-def clean_environment(monkeypatch: pytest.MonkeyPatch) -> None:
-    for key in list(os.environ):
-        if key.startswith("VGPU_DP_") or key == "NODE_NAME":
-            monkeypatch.delenv(key)
-    monkeypatch.setenv("VGPU_DP_METRICS_ADDRESS", "127.0.0.1:0")
+def no_agent_environment(monkeypatch: pytest.MonkeyPatch) -> None:
+    clean_environment(monkeypatch)
 
 
 def test_dry_run_prints_devices_and_annotation(device_file: Path) -> None:
@@ -100,62 +102,21 @@ def test_run_needs_a_node_name(device_file: Path) -> None:
     assert "node name missing" in result.output
 
 
-def http_get(port: int, path: str) -> tuple[int, str]:
-    connection = http.client.HTTPConnection("127.0.0.1", port, timeout=5)
-    try:
-        connection.request("GET", path)
-        response = connection.getresponse()
-        return response.status, response.read().decode()
-    except OSError:
-        return 0, ""  # not listening yet
-    finally:
-        connection.close()
-
-
-def kubeconfig(path: Path, server: str) -> Path:
-    path.write_text(
-        "apiVersion: v1\nkind: Config\ncurrent-context: t\n"
-        f"clusters: [{{name: t, cluster: {{server: '{server}'}}}}]\n"
-        "users: [{name: t, user: {}}]\n"
-        "contexts: [{name: t, context: {cluster: t, user: t}}]\n"
-    )
-    return path
-
-
 def test_serves_registers_and_stops_on_sigterm(
     kube_api: FakeApiServer, node: str, device_file: Path, short_dir: Path, tmp_path: Path
 ) -> None:
     kubelet = FakeKubelet(short_dir).start()
-    with socket.socket() as probe:  # a port free now, for the probes below
-        probe.bind(("127.0.0.1", 0))
-        port = probe.getsockname()[1]
-    env = {
-        **os.environ,
-        "NODE_NAME": NODE,
-        "NO_PROXY": "127.0.0.1",
-        "VGPU_DP_RETRY_INTERVAL_S": "0.1",
-        "VGPU_DP_KUBELET_WATCH_INTERVAL_S": "0.05",
-        "VGPU_DP_METRICS_ADDRESS": f"127.0.0.1:{port}",
-    }
-    command = [
-        sys.executable,
-        "-m",
-        "device_plugins",
-        "--device-plugin-dir",
-        str(short_dir),
-        "--discovery",
-        "static",
-        "--static-file",
-        str(device_file),
-        "--kubeconfig",
-        str(kubeconfig(tmp_path / "kubeconfig", kube_api.url)),
-        "--hook-path",
-        str(tmp_path / "hook"),
-    ]
-    process = subprocess.Popen(
-        command, env=env, stdout=subprocess.PIPE, stderr=subprocess.STDOUT, text=True
-    )
-    try:
+    port = free_port()
+    with agent_process(
+        kubelet,
+        api_url=kube_api.url,
+        folder=tmp_path,
+        metrics_port=port,
+        args=[
+            *("--discovery", "static", "--static-file", str(device_file)),
+            *("--hook-path", str(tmp_path / "hook")),
+        ],
+    ) as process:
         registration = kubelet.next_registration(timeout=30)
         assert registration.request.endpoint == "vgpu-nvidia.sock"
         listing = kubelet.next_list()
@@ -165,13 +126,7 @@ def test_serves_registers_and_stops_on_sigterm(
         assert http_get(port, "/healthz") == (200, "ok\n")
         status, metrics = http_get(port, "/metrics")
         assert status == 200 and "vgpu_device_plugin_kubelet_registered 1.0" in metrics
-        process.send_signal(signal.SIGTERM)
-        output, _ = process.communicate(timeout=15)
-    finally:
-        if process.poll() is None:
-            process.kill()
-            process.communicate()
-        kubelet.stop()
+        output = stop(process)
     assert process.returncode == 0, output
     assert "signal 15: stopping" in output
     assert not (short_dir / "vgpu-nvidia.sock").exists()

@@ -3,32 +3,30 @@ and its start-up errors, each one line."""
 
 from __future__ import annotations
 
-import os
-import signal
-import socket
 import stat
-import subprocess
-import sys
 from pathlib import Path
 
 import pytest
 from typer.testing import CliRunner
 
 from device_plugins.cli import app
+from tests.device_plugins.agent_process import (
+    agent_process,
+    clean_environment,
+    free_port,
+    http_get,
+    stop,
+)
 from tests.device_plugins.ascend.support import FIXTURES
 from tests.device_plugins.conftest import NODE
 from tests.device_plugins.harness import eventually
 from tests.device_plugins.kubelet import FakeKubelet
-from tests.device_plugins.test_cli import http_get, kubeconfig
 from tests.support.apiserver import FakeApiServer
 
 
 @pytest.fixture(autouse=True)
-def clean_environment(monkeypatch: pytest.MonkeyPatch) -> None:
-    for key in list(os.environ):
-        if key.startswith("VGPU_DP_") or key == "NODE_NAME":
-            monkeypatch.delenv(key)
-    monkeypatch.setenv("VGPU_DP_METRICS_ADDRESS", "127.0.0.1:0")
+def no_agent_environment(monkeypatch: pytest.MonkeyPatch) -> None:
+    clean_environment(monkeypatch)
 
 
 @pytest.fixture
@@ -136,32 +134,14 @@ def test_serves_the_chips_registers_the_node_and_stops_on_sigterm(
     kube_api: FakeApiServer, node: str, npu_smi: Path, short_dir: Path, tmp_path: Path
 ) -> None:
     kubelet = FakeKubelet(short_dir).start()
-    with socket.socket() as probe:  # a port free now, for the probe below
-        probe.bind(("127.0.0.1", 0))
-        port = probe.getsockname()[1]
-    env = {
-        **os.environ,
-        "NODE_NAME": NODE,
-        "NO_PROXY": "127.0.0.1",
-        "VGPU_DP_DISCOVERY": "npu-smi",
-        "VGPU_DP_ASCEND_NPU_SMI": str(npu_smi),
-        "VGPU_DP_RETRY_INTERVAL_S": "0.1",
-        "VGPU_DP_KUBELET_WATCH_INTERVAL_S": "0.05",
-        "VGPU_DP_METRICS_ADDRESS": f"127.0.0.1:{port}",
-    }
-    command = [
-        sys.executable,
-        "-m",
-        "device_plugins",
-        "--device-plugin-dir",
-        str(short_dir),
-        "--kubeconfig",
-        str(kubeconfig(tmp_path / "kubeconfig", kube_api.url)),
-    ]
-    process = subprocess.Popen(
-        command, env=env, stdout=subprocess.PIPE, stderr=subprocess.STDOUT, text=True
-    )
-    try:
+    port = free_port()
+    with agent_process(
+        kubelet,
+        api_url=kube_api.url,
+        folder=tmp_path,
+        metrics_port=port,
+        env={"VGPU_DP_DISCOVERY": "npu-smi", "VGPU_DP_ASCEND_NPU_SMI": str(npu_smi)},
+    ) as process:
         registration = kubelet.next_registration(timeout=30)
         assert (registration.request.resource_name, registration.request.endpoint) == (
             "huawei.com/Ascend310P",
@@ -169,13 +149,7 @@ def test_serves_the_chips_registers_the_node_and_stops_on_sigterm(
         )
         assert len(kubelet.next_list().devices) == 4 * 7
         eventually(lambda: http_get(port, "/readyz") == (200, "ok\n"), what="ready")
-        process.send_signal(signal.SIGTERM)
-        output, _ = process.communicate(timeout=15)
-    finally:
-        if process.poll() is None:
-            process.kill()
-            process.communicate()
-        kubelet.stop()
+        output = stop(process)
     assert process.returncode == 0, output
     assert not (short_dir / "Ascend310P.sock").exists()
     annotations = kube_api.get_node(NODE)["metadata"]["annotations"]
