@@ -12,9 +12,8 @@ from __future__ import annotations
 
 from collections.abc import Iterable, Mapping
 
-from vgpu_extender.domain import Device, InventoryError, RequestError
-from vgpu_extender.domain.quantity import quantity_to_int
-from vgpu_extender.vendors import hami_register
+from vgpu_extender.domain import Device
+from vgpu_extender.vendors import hami_capacity, hami_register
 from vgpu_extender.vendors.mthreads.config import (
     CORES_PER_GPU,
     MEMORY_UNIT_MIB,
@@ -25,7 +24,6 @@ from vgpu_extender.vendors.mthreads.config import (
 #: Not HAMi's: the key this project's tools may register the GPUs under.
 INVENTORY_ANNOTATION = "hami.io/node-mthreads-register"
 SLOTS_PER_GPU = 100
-_INT32_MAX = 2**31 - 1
 
 
 def device_id(node_name: str, index: int) -> str:
@@ -37,28 +35,17 @@ def devices_from_capacity(
 ) -> tuple[Device, ...]:
     """The node's GPUs from its ``status.capacity``; ``InventoryError`` for a value that
     is not a whole quantity or a GPU memory over int32 (HAMi would wrap it)."""
-    cores = _capacity(capacity, config.cores_resource)
-    if cores == 0:
-        return ()
-    units = _capacity(capacity, config.memory_resource)
-    memory = units * MEMORY_UNIT_MIB * CORES_PER_GPU // cores
-    if memory > _INT32_MAX:
-        raise InventoryError(
-            f"{config.memory_resource} capacity {units} gives {memory} MiB per GPU, over int32"
-        )
-    gpus = -(-cores // CORES_PER_GPU)
-    return tuple(
-        Device(
-            uuid=device_id(node_name, i),
-            index=i,
-            count=SLOTS_PER_GPU,
-            memory_mib=memory,
-            cores=CORES_PER_GPU,
-            type=WORD,
-            vendor=WORD,
-        )
-        for i in range(gpus)
+    pool = hami_capacity.CorePool(
+        cores_resource=config.cores_resource,
+        memory_resource=config.memory_resource,
+        memory_unit_mib=MEMORY_UNIT_MIB,
+        cores_per_device=CORES_PER_GPU,
+        slots=SLOTS_PER_GPU,
+        word=WORD,
+        device_id=device_id,
+        noun="GPU",
     )
+    return hami_capacity.devices(node_name, capacity, pool)
 
 
 def decode_inventory(value: str) -> tuple[Device, ...]:
@@ -67,13 +54,3 @@ def decode_inventory(value: str) -> tuple[Device, ...]:
 
 def encode_inventory(devices: Iterable[Device]) -> str:
     return hami_register.encode_devices(devices)
-
-
-def _capacity(capacity: Mapping[str, str], name: str) -> int:
-    raw = capacity.get(name)
-    if raw is None:
-        return 0
-    try:
-        return quantity_to_int(raw, field=name, maximum=2**63 - 1)
-    except RequestError as exc:
-        raise InventoryError(f"node capacity {name}: {exc}") from None
