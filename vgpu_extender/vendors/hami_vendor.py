@@ -4,7 +4,8 @@ whose node agent registers JSON, the registration codec.
 
 A vendor gives its names, its share model and wording, its container rule, and what it
 writes beyond the device annotations (``extra_annotations``); a vendor whose scheduler
-reads node capacity instead of an annotation overrides ``decode_node``.
+reads node capacity instead of an annotation names it (``VendorNames.capacity``) and
+gives ``devices_from_capacity``; ``decode_node`` then reads no annotation.
 """
 
 from __future__ import annotations
@@ -175,6 +176,8 @@ class HamiVendor:
         return hami_register.encode_devices(devices)
 
     def decode_node(self, annotations: Mapping[str, str]) -> tuple[Device, ...] | None:
+        if self._names.capacity:
+            return None  # the devices are in the node's capacity (decode_capacity)
         value = annotations.get(self._names.inventory)
         return None if value is None else self.decode_inventory(value)
 

@@ -41,9 +41,6 @@ class MetaxGpuVendor(HamiVendor):
     def parse_pod(self, pod: Mapping[str, Any]) -> PodRequest:
         return request.parse_gpu_pod(pod, self._config)
 
-    def decode_node(self, annotations: Mapping[str, str]) -> tuple[Device, ...] | None:
-        return None
-
     def devices_from_capacity(
         self, node_name: str, capacity: Mapping[str, str]
     ) -> tuple[Device, ...]:

@@ -64,9 +64,6 @@ class MthreadsVendor(HamiVendor):
     def node_keys(self) -> tuple[str, ...]:
         return ()
 
-    def decode_node(self, annotations: Mapping[str, str]) -> tuple[Device, ...] | None:
-        return None  # the GPUs are in the node's capacity (decode_capacity)
-
     def extra_annotations(
         self,
         containers: tuple[tuple[DeviceGrant, ...], ...],
