@@ -11,6 +11,7 @@ import pytest
 from kubernetes import client as k8s
 
 from device_plugins.kube import KubernetesGateway
+from tests.device_plugins.kubelet import FakeKubelet
 from tests.support.apiserver import FakeApiServer
 from vgpu_extender.kube.memory import InMemoryCluster
 
@@ -64,3 +65,11 @@ def gateway(kube_api: FakeApiServer) -> Iterator[KubernetesGateway]:
 def node(kube_api: FakeApiServer) -> str:
     kube_api.add_node({"metadata": {"name": NODE, "annotations": {}}})
     return NODE
+
+
+@pytest.fixture
+def kubelet(short_dir: Path) -> Iterator[FakeKubelet]:
+    """The test kubelet, listening in ``short_dir`` for the agent's registration."""
+    kubelet = FakeKubelet(short_dir).start()
+    yield kubelet
+    kubelet.stop()

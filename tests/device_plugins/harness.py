@@ -1,4 +1,5 @@
-"""Runs the agent in a thread for a test and stops it cleanly afterwards."""
+"""Runs the agent in a thread for a test and stops it cleanly afterwards, with settings
+that make it react within a test's patience."""
 
 from __future__ import annotations
 
@@ -8,11 +9,31 @@ import time
 from collections.abc import Callable
 from pathlib import Path
 from types import TracebackType
-from typing import TypeVar
+from typing import Any, TypeVar
 
 from device_plugins.agent import DevicePluginAgent
+from device_plugins.settings import DevicePluginSettings
+from tests.device_plugins.conftest import NODE
 
 T = TypeVar("T")
+
+#: Seconds a test waits for one gRPC call, registration or HTTP answer.
+TIMEOUT = 5.0
+
+
+def quick_settings(plugin_dir: Path, tmp_path: Path, **fields: Any) -> DevicePluginSettings:
+    """An agent on ``NODE`` that retries and watches kubelet often and rescans rarely
+    (a test asks for a rescan itself); ``fields`` set the rest."""
+    return DevicePluginSettings(
+        node_name=NODE,
+        device_plugin_dir=plugin_dir,
+        hook_path=tmp_path / "hook",
+        retry_interval_s=0.05,
+        kubelet_watch_interval_s=0.02,
+        register_timeout_s=TIMEOUT,
+        rescan_interval_s=60,
+        **fields,
+    )
 
 
 class RunningAgent:

@@ -24,7 +24,13 @@ from device_plugins.kubelet_api import pb
 from device_plugins.settings import DevicePluginSettings
 from tests.device_plugins.conftest import NODE
 from tests.device_plugins.fake_nvml import FakeGpu, FakePynvml
-from tests.device_plugins.harness import RunningAgent, eventually, stale_socket
+from tests.device_plugins.harness import (
+    TIMEOUT,
+    RunningAgent,
+    eventually,
+    quick_settings,
+    stale_socket,
+)
 from tests.device_plugins.kubelet import FakeKubelet
 from tests.device_plugins.pods_factory import (
     CONFIG,
@@ -41,34 +47,16 @@ from tests.support.apiserver import FakeApiServer
 from vgpu_extender.domain import DeviceGrant
 
 SPLIT = 3
-TIMEOUT = 5.0
 
 
 @pytest.fixture
 def settings(short_dir: Path, tmp_path: Path) -> DevicePluginSettings:
-    return DevicePluginSettings(
-        node_name=NODE,
-        device_plugin_dir=short_dir,
-        split_count=SPLIT,
-        hook_path=tmp_path / "hook",
-        vgpu_lock_dir=tmp_path / "lock",
-        retry_interval_s=0.05,
-        kubelet_watch_interval_s=0.02,
-        register_timeout_s=TIMEOUT,
-        rescan_interval_s=60,
-    )
+    return quick_settings(short_dir, tmp_path, split_count=SPLIT, vgpu_lock_dir=tmp_path / "lock")
 
 
 @pytest.fixture
 def backend() -> FakeBackend:
     return FakeBackend(DEVICES, poll_s=0.01)
-
-
-@pytest.fixture
-def kubelet(short_dir: Path) -> Iterator[FakeKubelet]:
-    kubelet = FakeKubelet(short_dir).start()
-    yield kubelet
-    kubelet.stop()
 
 
 @pytest.fixture

@@ -22,28 +22,28 @@ from device_plugins.kubelet_api import pb
 from device_plugins.settings import DevicePluginSettings
 from device_plugins.status_server import StatusServer
 from tests.device_plugins.conftest import NODE
-from tests.device_plugins.harness import RunningAgent, eventually, stale_socket
+from tests.device_plugins.harness import (
+    TIMEOUT,
+    RunningAgent,
+    eventually,
+    quick_settings,
+    stale_socket,
+)
 from tests.device_plugins.kubelet import FakeKubelet
 from tests.device_plugins.pods_factory import DEVICES, GPU0, GPU1, V100, bound_pod
 from tests.support.apiserver import FakeApiServer
 from vgpu_extender.domain import DeviceGrant
 
-TIMEOUT = 5.0
 TYPE = f"NVIDIA-{V100}"
 
 
 @pytest.fixture
 def settings(short_dir: Path, tmp_path: Path) -> DevicePluginSettings:
-    return DevicePluginSettings(
-        node_name=NODE,
-        device_plugin_dir=short_dir,
+    return quick_settings(
+        short_dir,
+        tmp_path,
         split_count=2,
-        hook_path=tmp_path / "hook",
         vgpu_lock_dir=tmp_path / "lock",
-        retry_interval_s=0.05,
-        kubelet_watch_interval_s=0.02,
-        register_timeout_s=TIMEOUT,
-        rescan_interval_s=60,
         metrics_address="127.0.0.1:0",
     )
 

@@ -6,10 +6,13 @@ from collections.abc import Sequence
 from pathlib import Path
 from typing import Any
 
+from device_plugins.ascend.agent import AscendAgent, build_agent
 from device_plugins.ascend.discovery import AscendBackend, NpuSmiSource
 from device_plugins.ascend.flavour import AscendFlavour, resolve_flavour
 from device_plugins.ascend.settings import AscendSettings
 from device_plugins.discovery.base import DiscoveryError
+from device_plugins.kube import KubeGateway
+from device_plugins.settings import DevicePluginSettings
 from tests.device_plugins.conftest import NODE
 from tests.device_plugins.pods_factory import set_lock
 from tests.support.apiserver import FakeApiServer
@@ -55,6 +58,13 @@ def backend(node_kind: str, **ascend: Any) -> tuple[AscendBackend, AscendFlavour
     src = source(node_kind)
     flavour = resolve_flavour(src.scan(), AscendSettings(**ascend))
     return AscendBackend(src, flavour.chip), flavour
+
+
+def b3_agent(settings: DevicePluginSettings, gateway: KubeGateway, tmp_path: Path) -> AscendAgent:
+    """The agent of a recorded 910B3 node, its HAMi-core folders under ``tmp_path``."""
+    chips, flavour = backend(B3)
+    ascend = AscendSettings(core_dir=tmp_path / "core", shared_region=tmp_path / "shared")
+    return build_agent(settings, ascend, gateway=gateway, backend=chips, flavour=flavour)
 
 
 def uuid(physical_id: int, node: str = NODE) -> str:

@@ -17,15 +17,21 @@ from device_plugins.ascend.settings import AscendSettings
 from device_plugins.kube import KubernetesGateway
 from device_plugins.kubelet_api import pb
 from device_plugins.settings import DevicePluginSettings
-from tests.device_plugins.ascend.support import B3, RecordedNpuSmi, backend, bound_pod, uuid
+from tests.device_plugins.ascend.support import (
+    B3,
+    RecordedNpuSmi,
+    b3_agent,
+    backend,
+    bound_pod,
+    uuid,
+)
 from tests.device_plugins.conftest import NODE
-from tests.device_plugins.harness import RunningAgent, eventually
+from tests.device_plugins.harness import TIMEOUT, RunningAgent, eventually, quick_settings
 from tests.device_plugins.kubelet import FakeKubelet
 from tests.device_plugins.pods_factory import annotations_of, lock_of
 from tests.support.apiserver import FakeApiServer
 from vgpu_extender.domain import DeviceGrant
 
-TIMEOUT = 5.0
 CW = "Ascend910B3"
 TO_ALLOCATE = f"hami.io/{CW}-devices-to-allocate"
 PHASE = "hami.io/bind-phase"
@@ -33,23 +39,7 @@ PHASE = "hami.io/bind-phase"
 
 @pytest.fixture
 def settings(short_dir: Path, tmp_path: Path) -> DevicePluginSettings:
-    return DevicePluginSettings(
-        node_name=NODE,
-        device_plugin_dir=short_dir,
-        discovery="npu-smi",
-        hook_path=tmp_path / "hook",
-        retry_interval_s=0.05,
-        kubelet_watch_interval_s=0.02,
-        register_timeout_s=TIMEOUT,
-        rescan_interval_s=60,
-    )
-
-
-@pytest.fixture
-def kubelet(short_dir: Path) -> Iterator[FakeKubelet]:
-    kubelet = FakeKubelet(short_dir).start()
-    yield kubelet
-    kubelet.stop()
+    return quick_settings(short_dir, tmp_path, discovery="npu-smi")
 
 
 @pytest.fixture
@@ -61,9 +51,7 @@ def flavour() -> AscendFlavour:
 def agent(
     settings: DevicePluginSettings, gateway: KubernetesGateway, node: str, tmp_path: Path
 ) -> AscendAgent:
-    chips, flavour = backend(B3)
-    ascend = AscendSettings(core_dir=tmp_path / "core", shared_region=tmp_path / "shared")
-    return build_agent(settings, ascend, gateway=gateway, backend=chips, flavour=flavour)
+    return b3_agent(settings, gateway, tmp_path)
 
 
 @pytest.fixture

@@ -17,14 +17,12 @@ from typing import Any
 
 import pytest
 
-from device_plugins.ascend.agent import AscendAgent, build_agent
-from device_plugins.ascend.settings import AscendSettings
+from device_plugins.ascend.agent import AscendAgent
 from device_plugins.kube import KubernetesGateway
 from device_plugins.kubelet_api import pb
-from device_plugins.settings import DevicePluginSettings
-from tests.device_plugins.ascend.support import B3, backend
+from tests.device_plugins.ascend.support import b3_agent
 from tests.device_plugins.conftest import NODE
-from tests.device_plugins.harness import RunningAgent, eventually
+from tests.device_plugins.harness import TIMEOUT, RunningAgent, eventually, quick_settings
 from tests.device_plugins.kubelet import FakeKubelet
 from tests.support.apiserver import FakeApiServer
 from tests.support.server import (
@@ -38,33 +36,14 @@ from tests.support.server import (
 from vgpu_extender.api import create_app
 from vgpu_extender.kube.real import RealKubeClient
 
-TIMEOUT = 5.0
 CW = "Ascend910B3"
 PHASE = "hami.io/bind-phase"
 
 
 @pytest.fixture
-def kubelet(short_dir: Path) -> Iterator[FakeKubelet]:
-    kubelet = FakeKubelet(short_dir).start()
-    yield kubelet
-    kubelet.stop()
-
-
-@pytest.fixture
 def agent(short_dir: Path, gateway: KubernetesGateway, node: str, tmp_path: Path) -> AscendAgent:
-    settings = DevicePluginSettings(
-        node_name=NODE,
-        device_plugin_dir=short_dir,
-        discovery="npu-smi",
-        hook_path=tmp_path / "hook",
-        retry_interval_s=0.05,
-        kubelet_watch_interval_s=0.02,
-        register_timeout_s=TIMEOUT,
-        rescan_interval_s=60,
-    )
-    chips, flavour = backend(B3)
-    ascend = AscendSettings(core_dir=tmp_path / "core", shared_region=tmp_path / "shared")
-    return build_agent(settings, ascend, gateway=gateway, backend=chips, flavour=flavour)
+    settings = quick_settings(short_dir, tmp_path, discovery="npu-smi")
+    return b3_agent(settings, gateway, tmp_path)
 
 
 @pytest.fixture
