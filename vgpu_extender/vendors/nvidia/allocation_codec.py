@@ -14,11 +14,8 @@ from __future__ import annotations
 from collections.abc import Iterable, Sequence
 
 from vgpu_extender.domain import AnnotationError, DeviceGrant, PodAssignment
-from vgpu_extender.vendors import gostrconv
+from vgpu_extender.vendors import gostrconv, hami_devices
 from vgpu_extender.vendors.nvidia.config import NvidiaConfig
-
-_SEPARATORS = frozenset(",:;")
-_INT32_MAX = 2**31 - 1
 
 #: The phase HAMi's device plugin waits for before it serves the pod's Allocate.
 BIND_PHASE_ALLOCATING = "allocating"
@@ -32,16 +29,9 @@ def encode_assignment(assignment: PodAssignment, *, vendor: str = "NVIDIA") -> s
 def encode_containers(
     containers: Iterable[Sequence[DeviceGrant]], *, vendor: str = "NVIDIA"
 ) -> str:
-    """Grants per container as HAMi writes them. A grant's own ``vendor`` word is kept;
-    an empty one becomes ``vendor``."""
-    parts: list[str] = []
-    for position, grants in enumerate(containers):
-        for grant in grants:
-            word = grant.vendor or vendor
-            _check_grant(position, grant, word)
-            parts.append(f"{grant.uuid},{word},{grant.memory_mib},{grant.cores}:")
-        parts.append(";")
-    return "".join(parts)
+    """Grants per container as HAMi writes them (``hami_devices``, every vendor's rule).
+    A grant's own ``vendor`` word is kept; an empty one becomes ``vendor``."""
+    return hami_devices.encode_containers(containers, vendor=vendor)
 
 
 def decode_assignment(
@@ -132,18 +122,3 @@ def _number(position: int, entry: str, text: str, name: str) -> int:
             f"container #{position}: device {name} must not be negative, got {number}", value=entry
         )
     return number
-
-
-def _check_grant(position: int, grant: DeviceGrant, vendor: str) -> None:
-    where = f"container #{position}"
-    for name, text in (("uuid", grant.uuid), ("vendor", vendor)):
-        if not isinstance(text, str) or not text or _SEPARATORS.intersection(text):
-            raise AnnotationError(
-                f"{where}: grant {name} must be non-empty and free of ',', ':' and ';'", value=text
-            )
-    for name, number in (("memory_mib", grant.memory_mib), ("cores", grant.cores)):
-        if isinstance(number, bool) or not isinstance(number, int) or not 0 <= number <= _INT32_MAX:
-            raise AnnotationError(
-                f"{where}: grant {name} of {grant.uuid!r} must be an integer in 0..{_INT32_MAX}",
-                value=number,
-            )

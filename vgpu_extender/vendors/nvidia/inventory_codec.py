@@ -13,13 +13,14 @@ silently reads a bad number as 0, which would make a device look empty or full.
 
 from __future__ import annotations
 
-import json
 from collections.abc import Iterable, Mapping
 from typing import TYPE_CHECKING, Any
 
 from vgpu_extender.domain import Device, InventoryError
 from vgpu_extender.domain.device import DEFAULT_MODE
 from vgpu_extender.vendors import gostrconv
+from vgpu_extender.vendors.hami_devices import go_json_string
+from vgpu_extender.vendors.hami_register import check_unique, check_uuid
 
 if TYPE_CHECKING:
     from vgpu_extender.vendors.nvidia.inventory_wire import WireDevice
@@ -28,14 +29,6 @@ _INT32_MAX = 2**31 - 1
 _INT64 = (-(2**63), 2**63 - 1)
 _UINT = (0, 2**63 - 1)
 _NON_NEGATIVE_INT32 = (0, _INT32_MAX)
-#: Go's encoding/json escapes these even inside strings, for safe embedding in HTML.
-_GO_ESCAPES = {
-    "<": "\\u003c",
-    ">": "\\u003e",
-    "&": "\\u0026",
-    "\u2028": "\\u2028",
-    "\u2029": "\\u2029",
-}
 
 
 def decode_inventory(value: str, *, vendor: str = "NVIDIA") -> tuple[Device, ...]:
@@ -47,7 +40,7 @@ def decode_inventory(value: str, *, vendor: str = "NVIDIA") -> tuple[Device, ...
         return ()
     is_json = text[0] in "[{" or text == "null"
     devices = _decode_json(text, vendor) if is_json else _decode_legacy(text, vendor)
-    _check_unique(devices)
+    check_unique(devices)
     return devices
 
 
@@ -57,7 +50,7 @@ def encode_inventory(devices: Iterable[Device]) -> str:
     encoded: list[str] = []
     for position, device in enumerate(devices):
         _check_encodable(position, device)
-        parts = ['{"id":', _go_string(device.uuid)]
+        parts = ['{"id":', go_json_string(device.uuid)]
         if device.index:
             parts.append(f',"index":{device.index}')
         if device.count:
@@ -67,11 +60,11 @@ def encode_inventory(devices: Iterable[Device]) -> str:
         if device.cores:
             parts.append(f',"devcore":{device.cores}')
         if device.type:
-            parts += [',"type":', _go_string(device.type)]
+            parts += [',"type":', go_json_string(device.type)]
         if device.numa:
             parts.append(f',"numa":{device.numa}')
         if device.mode:
-            parts += [',"mode":', _go_string(device.mode)]
+            parts += [',"mode":', go_json_string(device.mode)]
         if device.healthy:
             parts.append(',"health":true')
         parts.append("}")
@@ -121,7 +114,7 @@ def _decode_json(text: str, vendor: str) -> tuple[Device, ...]:
 def _device_from_json(position: int, item: object, vendor: str) -> Device:
     if not isinstance(item, Mapping):
         raise InventoryError(f"device #{position}: expected a JSON object, got {item!r}")
-    uuid = _uuid(position, item.get("id"))
+    uuid = check_uuid(position, item.get("id"))
     where = f"device #{position} ({uuid})"
     return Device(
         uuid=uuid,
@@ -139,7 +132,7 @@ def _device_from_json(position: int, item: object, vendor: str) -> Device:
 
 def _device_from_wire(position: int, item: WireDevice, vendor: str) -> Device:
     """As ``_device_from_json``, for a device whose field types are already checked."""
-    uuid = _uuid(position, item.id)
+    uuid = check_uuid(position, item.id)
     index, count, memory, cores, numa = (
         item.index or 0,
         item.count or 0,
@@ -227,7 +220,7 @@ def _decode_legacy(text: str, vendor: str) -> tuple[Device, ...]:
                 f"(id,count,devmem,devcore,type,numa,health[,index,mode]), got {len(fields)}: "
                 f"{segment!r}"
             )
-        uuid = _uuid(position, fields[0])
+        uuid = check_uuid(position, fields[0])
         where = f"device #{position} ({uuid})"
         mode = DEFAULT_MODE
         index = 0
@@ -277,30 +270,8 @@ def _legacy_int(
 # -- shared ----------------------------------------------------------------------------
 
 
-def _uuid(position: int, value: object) -> str:
-    if not isinstance(value, str) or not value.strip():
-        raise InventoryError(
-            f"device #{position}: field 'id' must be a non-empty string, got {value!r}"
-        )
-    # ',', ':' and ';' would break the pod annotation (``uuid,vendor,mem,cores:...;``).
-    if "," in value or ":" in value or ";" in value or value != value.strip():
-        raise InventoryError(
-            f"device #{position}: field 'id' must not contain ',', ':', ';' or surrounding "
-            f"spaces, got {value!r}"
-        )
-    return value
-
-
-def _check_unique(devices: tuple[Device, ...]) -> None:
-    seen: set[str] = set()
-    for device in devices:
-        if device.uuid in seen:
-            raise InventoryError(f"device id {device.uuid!r} appears more than once")
-        seen.add(device.uuid)
-
-
 def _check_encodable(position: int, device: Device) -> None:
-    _uuid(position, device.uuid)
+    check_uuid(position, device.uuid)
     where = f"device #{position} ({device.uuid})"
     for name, value, bounds in (
         ("index", device.index, _UINT),
@@ -315,11 +286,3 @@ def _check_encodable(position: int, device: Device) -> None:
             raise InventoryError(
                 f"{where}: {name} must be in {bounds[0]}..{bounds[1]}, got {value}"
             )
-
-
-def _go_string(text: str) -> str:
-    """A JSON string as Go's encoding/json writes it (UTF-8 kept, HTML characters escaped)."""
-    encoded = json.dumps(text, ensure_ascii=False)
-    if any(char in encoded for char in _GO_ESCAPES):
-        encoded = "".join(_GO_ESCAPES.get(char, char) for char in encoded)
-    return encoded

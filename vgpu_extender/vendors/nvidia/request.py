@@ -19,15 +19,13 @@ a pod that asks for 150 % of a device should hear so, not get 100 %.
 from __future__ import annotations
 
 from collections.abc import Mapping, Sequence
-from types import MappingProxyType
 from typing import Any
 
 from vgpu_extender.domain import ContainerRequest, DeviceSelector, PodRequest, RequestError
 from vgpu_extender.domain.quantity import quantity_to_int, quantity_to_mib, quantity_to_milli
 from vgpu_extender.vendors import gostrconv
+from vgpu_extender.vendors.hami_pod import listed, mapping
 from vgpu_extender.vendors.nvidia.config import NvidiaConfig
-
-_EMPTY: Mapping[str, Any] = MappingProxyType({})
 
 
 def parse_pod(pod: Mapping[str, Any], config: NvidiaConfig) -> PodRequest:
@@ -35,8 +33,8 @@ def parse_pod(pod: Mapping[str, Any], config: NvidiaConfig) -> PodRequest:
     so positions line up with HAMi's per-container annotation segments."""
     if type(pod) is not dict and not isinstance(pod, Mapping):
         raise RequestError("pod must be a JSON object", field="pod", value=type(pod).__name__)
-    metadata = _mapping(pod.get("metadata"), "metadata")
-    spec = _mapping(pod.get("spec"), "spec")
+    metadata = mapping(pod.get("metadata"), "metadata")
+    spec = mapping(pod.get("spec"), "spec")
 
     containers: list[ContainerRequest] = []
     # Host requests, as Kubernetes' PodRequests computes them: app containers and
@@ -59,7 +57,7 @@ def parse_pod(pod: Mapping[str, Any], config: NvidiaConfig) -> PodRequest:
         app_cpu += cpu
         app_mem += mem
 
-    annotations = _mapping(metadata.get("annotations"), "metadata.annotations")
+    annotations = mapping(metadata.get("annotations"), "metadata.annotations")
     selector, numa_bind, node_policy, device_policy = _annotations(annotations, config)
     priority = spec.get("priority")
     if priority is None:
@@ -91,9 +89,9 @@ def _container(
     name = raw.get("name") or where
     if not isinstance(name, str):
         raise RequestError("container name must be a string", field=f"{where}.name", value=name)
-    resources = _mapping(raw.get("resources"), f"{where}.resources", container=name)
-    limits = _mapping(resources.get("limits"), f"{where}.resources.limits", container=name)
-    requests = _mapping(resources.get("requests"), f"{where}.resources.requests", container=name)
+    resources = mapping(raw.get("resources"), f"{where}.resources", container=name)
+    limits = mapping(resources.get("limits"), f"{where}.resources.limits", container=name)
+    requests = mapping(resources.get("requests"), f"{where}.resources.requests", container=name)
 
     # Host resources: Kubernetes schedules on requests; the API server copies limits into
     # absent requests, which pods that never met an API server (traces) may lack.
@@ -203,10 +201,10 @@ def _annotations(
     if not annotations:
         return DeviceSelector(), False, None, None
     selector = DeviceSelector(
-        use_types=_list(annotations, config.use_type_annotation, lower=True),
-        avoid_types=_list(annotations, config.avoid_type_annotation, lower=True),
-        use_uuids=_list(annotations, config.use_uuid_annotation, lower=False),
-        avoid_uuids=_list(annotations, config.avoid_uuid_annotation, lower=False),
+        use_types=_types(annotations, config.use_type_annotation),
+        avoid_types=_types(annotations, config.avoid_type_annotation),
+        use_uuids=listed(annotations, config.use_uuid_annotation),
+        avoid_uuids=listed(annotations, config.avoid_uuid_annotation),
     )
     numa_bind = False
     numa_raw = annotations.get(config.numa_bind_annotation)
@@ -229,13 +227,12 @@ def _annotations(
     )
 
 
-def _list(annotations: Mapping[str, Any], key: str, *, lower: bool) -> tuple[str, ...]:
+def _types(annotations: Mapping[str, Any], key: str) -> tuple[str, ...]:
+    """As ``listed``, lowercased: HAMi matches GPU types case-insensitively."""
     raw = annotations.get(key)
     if raw is None:
         return ()
-    items = (item.strip() for item in _annotation_text(raw, key).split(","))
-    if lower:
-        items = (item.lower() for item in items)
+    items = (item.strip().lower() for item in _annotation_text(raw, key).split(","))
     return tuple(dict.fromkeys(item for item in items if item))
 
 
@@ -284,16 +281,6 @@ def _device_policy(annotations: Mapping[str, Any], config: NvidiaConfig) -> str 
 def _annotation_text(value: object, key: str) -> str:
     if not isinstance(value, str):
         raise RequestError("annotation value must be a string", field=key, value=value)
-    return value
-
-
-def _mapping(value: object, field: str, *, container: str = "") -> Mapping[str, Any]:
-    if type(value) is dict:  # what a JSON decoder gives; skips the slower ABC check
-        return value
-    if value is None:
-        return _EMPTY
-    if not isinstance(value, Mapping):
-        raise RequestError("must be a JSON object", container=container, field=field, value=value)
     return value
 
 
