@@ -8,7 +8,7 @@ environment variable), the value given and the fix, without a traceback.
 from __future__ import annotations
 
 import os
-from collections.abc import Mapping, Sequence
+from collections.abc import Callable, Mapping, Sequence
 from pathlib import Path
 from typing import Any
 
@@ -74,12 +74,20 @@ def check_files(settings: DevicePluginSettings, flags: Sequence[str]) -> None:
         flags,
         f"create it (format in {FORMAT_DOC}) or point the setting at an existing file",
     )
+    check_static_file(
+        StaticBackend(settings.static_file).discover, flags, what="device file", doc=FORMAT_DOC
+    )
+
+
+def check_static_file(
+    read: Callable[[], object], flags: Sequence[str], *, what: str, doc: str
+) -> None:
+    """A static file that ``read`` cannot decode stops the start, naming the setting."""
     try:
-        StaticBackend(settings.static_file).discover()
+        read()
     except DiscoveryError as exc:
         raise StartupError(
-            f"static_file ({where('static_file', flags)}): invalid device file: {exc}; "
-            f"see {FORMAT_DOC}"
+            f"static_file ({where('static_file', flags)}): invalid {what}: {exc}; see {doc}"
         ) from None
 
 

@@ -9,7 +9,7 @@ from device_plugins.ascend.flavour import chip_vendors
 from device_plugins.ascend.settings import AscendSettings, AscendSettingsError, load_settings
 from device_plugins.discovery.base import DiscoveryError
 from device_plugins.settings import DevicePluginSettings
-from device_plugins.startup import StartupError, where
+from device_plugins.startup import StartupError, check_static_file
 
 #: Where the static chip file's format is described.
 FORMAT_DOC = "device_plugins/ascend/discovery.py"
@@ -27,11 +27,7 @@ def ascend_settings(settings: DevicePluginSettings, flags: Sequence[str]) -> Asc
         except DiscoveryError as exc:
             raise StartupError(f"{exc}; fix VGPU_DP_ASCEND_CONFIG_FILE") from None
     if settings.discovery == "ascend-static" and settings.static_file is not None:
-        try:
-            StaticChipSource(settings.static_file).scan()
-        except DiscoveryError as exc:
-            raise StartupError(
-                f"static_file ({where('static_file', flags)}): invalid chip file: {exc}; "
-                f"see {FORMAT_DOC}"
-            ) from None
+        check_static_file(
+            StaticChipSource(settings.static_file).scan, flags, what="chip file", doc=FORMAT_DOC
+        )
     return ascend
