@@ -6,9 +6,15 @@ bad ConfigMap fails at start-up rather than on the first pod."""
 from __future__ import annotations
 
 from collections.abc import Mapping
-from typing import Any
+from dataclasses import replace
+from typing import TYPE_CHECKING, Any, TypeVar
 
 from vgpu_extender.vendors import gostrconv
+
+if TYPE_CHECKING:
+    from _typeshed import DataclassInstance
+
+_Config = TypeVar("_Config", bound="DataclassInstance")
 
 
 def section(settings: object, vendor: str, known: frozenset[str]) -> Mapping[str, Any]:
@@ -31,6 +37,14 @@ def name(settings: Mapping[str, Any], key: str, default: str) -> str:
     if not isinstance(value, str) or not value.strip() or any(c.isspace() for c in value.strip()):
         raise ValueError(f"{key} must be a resource name without spaces: {value!r}")
     return value.strip()
+
+
+def with_names(defaults: _Config, settings: Mapping[str, Any], keys: Mapping[str, str]) -> _Config:
+    """``defaults`` (a dataclass) with each field of ``keys`` (field: HAMi key) read as a
+    resource name, its default the field's; keys are read in order, the first bad one
+    is the error."""
+    names = {field: name(settings, key, getattr(defaults, field)) for field, key in keys.items()}
+    return replace(defaults, **names)
 
 
 def flag(settings: Mapping[str, Any], key: str, default: bool) -> bool:

@@ -8,7 +8,13 @@ from typing import Any
 
 from vgpu_extender.vendors import hami_config
 
-_KEYS = frozenset({"resourceCountName", "resourceMemoryName", "resourceCoreName"})
+#: Each resource field and the HAMi key that renames it.
+_NAMES = {
+    "count_resource": "resourceCountName",
+    "memory_resource": "resourceMemoryName",
+    "cores_resource": "resourceCoreName",
+}
+_KEYS = frozenset(_NAMES.values())
 
 
 @dataclass(frozen=True, slots=True)
@@ -23,11 +29,4 @@ class AmdConfig:
     @classmethod
     def from_mapping(cls, settings: Mapping[str, Any]) -> AmdConfig:
         section = hami_config.section(settings, "AMD", _KEYS)
-        default = cls()
-        return cls(
-            count_resource=hami_config.name(section, "resourceCountName", default.count_resource),
-            memory_resource=hami_config.name(
-                section, "resourceMemoryName", default.memory_resource
-            ),
-            cores_resource=hami_config.name(section, "resourceCoreName", default.cores_resource),
-        )
+        return hami_config.with_names(cls(), section, _NAMES)

@@ -8,7 +8,9 @@ from typing import Any
 
 from vgpu_extender.vendors import hami_config
 
-_KEYS = frozenset({"resourceCountName", "resourceCoreName"})
+#: Each resource field and the HAMi key that renames it.
+_NAMES = {"count_resource": "resourceCountName", "core_resource": "resourceCoreName"}
+_KEYS = frozenset(_NAMES.values())
 #: NeuronCores per device a core ask is read against (HAMi v2.10: 2, Inferentia2 and
 #: Trainium; a core ask over it must be a multiple of it).
 CORES_PER_DEVICE = 2
@@ -22,8 +24,4 @@ class NeuronConfig:
     @classmethod
     def from_mapping(cls, settings: Mapping[str, Any]) -> NeuronConfig:
         section = hami_config.section(settings, "AWS Neuron", _KEYS)
-        d = cls()
-        return cls(
-            count_resource=hami_config.name(section, "resourceCountName", d.count_resource),
-            core_resource=hami_config.name(section, "resourceCoreName", d.core_resource),
-        )
+        return hami_config.with_names(cls(), section, _NAMES)

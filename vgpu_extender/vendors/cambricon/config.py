@@ -18,7 +18,13 @@ from vgpu_extender.vendors import hami_config
 WORD = "MLU"
 #: One memory unit of ``…smlu.vmemory``, in MiB (HAMi's ``MemoryFactor``).
 MEMORY_UNIT_MIB = 256
-_KEYS = frozenset({"resourceCountName", "resourceMemoryName", "resourceCoreName"})
+#: Each resource field and the HAMi key that renames it.
+_NAMES = {
+    "count_resource": "resourceCountName",
+    "memory_resource": "resourceMemoryName",
+    "cores_resource": "resourceCoreName",
+}
+_KEYS = frozenset(_NAMES.values())
 
 
 @dataclass(frozen=True, slots=True)
@@ -35,11 +41,4 @@ class CambriconConfig:
     def from_mapping(cls, settings: Mapping[str, Any]) -> CambriconConfig:
         """From HAMi's section; ``ValueError`` naming a bad or unknown key and its value."""
         section = hami_config.section(settings, "Cambricon", _KEYS)
-        default = cls()
-        return cls(
-            count_resource=hami_config.name(section, "resourceCountName", default.count_resource),
-            memory_resource=hami_config.name(
-                section, "resourceMemoryName", default.memory_resource
-            ),
-            cores_resource=hami_config.name(section, "resourceCoreName", default.cores_resource),
-        )
+        return hami_config.with_names(cls(), section, _NAMES)

@@ -5,7 +5,7 @@
 from __future__ import annotations
 
 from collections.abc import Mapping
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
 from typing import Any
 
 from vgpu_extender.vendors import hami_config
@@ -13,7 +13,13 @@ from vgpu_extender.vendors import hami_config
 #: HAMi's CommonWord: the request type, the pod annotation type and a substring of
 #: every registered DCU type (``DCU-K100_AI``).
 WORD = "DCU"
-_KEYS = frozenset({"resourceCountName", "resourceMemoryName", "resourceCoreName", "memoryFactor"})
+#: Each resource field and the HAMi key that renames it.
+_NAMES = {
+    "count_resource": "resourceCountName",
+    "memory_resource": "resourceMemoryName",
+    "cores_resource": "resourceCoreName",
+}
+_KEYS = frozenset({*_NAMES.values(), "memoryFactor"})
 _INT32_MAX = 2**31 - 1
 
 
@@ -32,16 +38,9 @@ class HygonConfig:
     def from_mapping(cls, settings: Mapping[str, Any]) -> HygonConfig:
         """From HAMi's section; ``ValueError`` naming a bad or unknown key and its value."""
         section = hami_config.section(settings, "Hygon", _KEYS)
-        default = cls()
         factor = section.get("memoryFactor", 1)
         if isinstance(factor, bool) or not isinstance(factor, int) or not 0 <= factor <= _INT32_MAX:
             raise ValueError(f"memoryFactor must be an integer in 0..{_INT32_MAX}: {factor!r}")
-        return cls(
-            count_resource=hami_config.name(section, "resourceCountName", default.count_resource),
-            memory_resource=hami_config.name(
-                section, "resourceMemoryName", default.memory_resource
-            ),
-            cores_resource=hami_config.name(section, "resourceCoreName", default.cores_resource),
-            # 0 and 1 both mean "no scaling" (HAMi multiplies only by a factor above 1).
-            memory_factor=max(1, factor),
-        )
+        config = hami_config.with_names(cls(), section, _NAMES)
+        # 0 and 1 both mean "no scaling" (HAMi multiplies only by a factor above 1).
+        return replace(config, memory_factor=max(1, factor))

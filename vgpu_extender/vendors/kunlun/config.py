@@ -8,7 +8,13 @@ from typing import Any
 
 from vgpu_extender.vendors import hami_config
 
-_KEYS = frozenset({"resourceCountName", "resourceVCountName", "resourceVMemoryName"})
+#: Each resource field and the HAMi key that renames it.
+_NAMES = {
+    "count_resource": "resourceCountName",
+    "vcount_resource": "resourceVCountName",
+    "vmemory_resource": "resourceVMemoryName",
+}
+_KEYS = frozenset(_NAMES.values())
 
 
 @dataclass(frozen=True, slots=True)
@@ -20,9 +26,4 @@ class KunlunConfig:
     @classmethod
     def from_mapping(cls, settings: Mapping[str, Any]) -> KunlunConfig:
         section = hami_config.section(settings, "Kunlunxin", _KEYS)
-        d = cls()
-        return cls(
-            count_resource=hami_config.name(section, "resourceCountName", d.count_resource),
-            vcount_resource=hami_config.name(section, "resourceVCountName", d.vcount_resource),
-            vmemory_resource=hami_config.name(section, "resourceVMemoryName", d.vmemory_resource),
-        )
+        return hami_config.with_names(cls(), section, _NAMES)

@@ -3,20 +3,19 @@
 from __future__ import annotations
 
 from collections.abc import Mapping
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
 from typing import Any
 
 from vgpu_extender.vendors import hami_config
 
-_KEYS = frozenset(
-    {
-        "resourceCountName",
-        "resourceVCountName",
-        "resourceVCoreName",
-        "resourceVMemoryName",
-        "sgpuTopologyAware",
-    }
-)
+#: Each resource field and the HAMi key that renames it.
+_NAMES = {
+    "count_resource": "resourceCountName",
+    "sgpu_resource": "resourceVCountName",
+    "vcore_resource": "resourceVCoreName",
+    "vmemory_resource": "resourceVMemoryName",
+}
+_KEYS = frozenset({*_NAMES.values(), "sgpuTopologyAware"})
 
 
 @dataclass(frozen=True, slots=True)
@@ -35,13 +34,6 @@ class MetaxConfig:
     @classmethod
     def from_mapping(cls, settings: Mapping[str, Any]) -> MetaxConfig:
         section = hami_config.section(settings, "MetaX", _KEYS)
-        d = cls()
-        return cls(
-            count_resource=hami_config.name(section, "resourceCountName", d.count_resource),
-            sgpu_resource=hami_config.name(section, "resourceVCountName", d.sgpu_resource),
-            vcore_resource=hami_config.name(section, "resourceVCoreName", d.vcore_resource),
-            vmemory_resource=hami_config.name(section, "resourceVMemoryName", d.vmemory_resource),
-            sgpu_topology_aware=hami_config.flag(
-                section, "sgpuTopologyAware", d.sgpu_topology_aware
-            ),
-        )
+        config = hami_config.with_names(cls(), section, _NAMES)
+        aware = hami_config.flag(section, "sgpuTopologyAware", config.sgpu_topology_aware)
+        return replace(config, sgpu_topology_aware=aware)

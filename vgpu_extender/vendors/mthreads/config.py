@@ -17,7 +17,13 @@ MEMORY_UNIT_MIB = 512
 #: ``sgpu-core`` units of one GPU, and ``sgpu-memory`` units the webhook gives a whole one.
 CORES_PER_GPU = 16
 MEMORY_UNITS_PER_GPU = 96
-_KEYS = frozenset({"resourceCountName", "resourceMemoryName", "resourceCoreName"})
+#: Each resource field and the HAMi key that renames it.
+_NAMES = {
+    "count_resource": "resourceCountName",
+    "memory_resource": "resourceMemoryName",
+    "cores_resource": "resourceCoreName",
+}
+_KEYS = frozenset(_NAMES.values())
 
 
 @dataclass(frozen=True, slots=True)
@@ -34,11 +40,4 @@ class MthreadsConfig:
     def from_mapping(cls, settings: Mapping[str, Any]) -> MthreadsConfig:
         """From HAMi's section; ``ValueError`` naming a bad or unknown key and its value."""
         section = hami_config.section(settings, "Moore Threads", _KEYS)
-        default = cls()
-        return cls(
-            count_resource=hami_config.name(section, "resourceCountName", default.count_resource),
-            memory_resource=hami_config.name(
-                section, "resourceMemoryName", default.memory_resource
-            ),
-            cores_resource=hami_config.name(section, "resourceCoreName", default.cores_resource),
-        )
+        return hami_config.with_names(cls(), section, _NAMES)
