@@ -15,6 +15,7 @@ from device_plugins.allocation_flow import (
     PHASE_FAILED,
     PHASE_SUCCESS,
     AllocationFlow,
+    check_healthy,
     check_requested,
 )
 from device_plugins.device_state import DeviceState
@@ -108,9 +109,4 @@ class PodAllocator(AllocationFlow):
                     "MIG partitions are not handed out by this plugin",
                     code=AllocationError.INVALID,
                 )
-            if not device.healthy:
-                reason = self._state.failure_reason(grant.uuid) or "reported unhealthy"
-                raise AllocationError(
-                    f"pod {pod.key} was given GPU {grant.uuid}, which is unhealthy ({reason})",
-                    code=AllocationError.UNAVAILABLE,
-                )
+            check_healthy(self._state, device, pod, word="GPU")

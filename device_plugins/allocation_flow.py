@@ -18,6 +18,7 @@ import threading
 from abc import ABC, abstractmethod
 from collections.abc import Callable, Mapping, Sequence
 
+from device_plugins.device_state import DeviceState
 from device_plugins.discovery.base import PhysicalDevice
 from device_plugins.errors import AllocationError
 from device_plugins.hami_core import ContainerAllocation
@@ -36,7 +37,13 @@ log = logging.getLogger(__name__)
 PHASE_SUCCESS = "success"
 PHASE_FAILED = "failed"
 
-__all__ = ["PHASE_FAILED", "PHASE_SUCCESS", "AllocationFlow", "check_requested"]
+__all__ = [
+    "PHASE_FAILED",
+    "PHASE_SUCCESS",
+    "AllocationFlow",
+    "check_healthy",
+    "check_requested",
+]
 
 
 class AllocationFlow(ABC):
@@ -222,3 +229,13 @@ def check_requested(
                 f"kubelet asked for device {device_id!r}, which is not on node {node}",
                 code=AllocationError.INVALID,
             )
+
+
+def check_healthy(state: DeviceState, device: PhysicalDevice, pod: PodView, *, word: str) -> None:
+    """A device granted while unhealthy is refused (kubelet may retry), with the reason."""
+    if not device.healthy:
+        reason = state.failure_reason(device.uuid) or "reported unhealthy"
+        raise AllocationError(
+            f"pod {pod.key} was given {word} {device.uuid}, which is unhealthy ({reason})",
+            code=AllocationError.UNAVAILABLE,
+        )

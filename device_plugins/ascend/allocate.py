@@ -11,7 +11,7 @@ from __future__ import annotations
 
 from collections.abc import Callable, Mapping, Sequence
 
-from device_plugins.allocation_flow import AllocationFlow, check_requested
+from device_plugins.allocation_flow import AllocationFlow, check_healthy, check_requested
 from device_plugins.ascend.chips import NpuChip
 from device_plugins.ascend.flavour import AscendFlavour
 from device_plugins.ascend.runtime import (
@@ -145,11 +145,6 @@ class AscendAllocator(AllocationFlow):
                     f"pod {pod.key} was given NPU {grant.uuid}, which is not on node {self._node}",
                     code=AllocationError.INVALID,
                 )
-            if not device.healthy:
-                reason = self._state.failure_reason(grant.uuid) or "reported unhealthy"
-                raise AllocationError(
-                    f"pod {pod.key} was given NPU {grant.uuid}, which is unhealthy ({reason})",
-                    code=AllocationError.UNAVAILABLE,
-                )
+            check_healthy(self._state, device, pod, word="NPU")
             found[grant.uuid] = chip
         return found
