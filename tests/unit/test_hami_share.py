@@ -1,6 +1,6 @@
 """HAMi's generic per-device Fit (Cambricon, Hygon, Iluvatar, Moore Threads) as stages:
-each check in HAMi's order on single devices, the same verdicts on a NumPy grid, and
-what a share takes."""
+each check in HAMi's order on single devices, the same verdicts on a NumPy grid, what a
+share takes, and the refusals each vendor words from the shared pieces."""
 
 from __future__ import annotations
 
@@ -8,9 +8,14 @@ import numpy as np
 import pytest
 
 from vgpu_extender.domain import ContainerRequest, DeviceUsage, Reason
-from vgpu_extender.domain.share import Capacity
+from vgpu_extender.domain.share import Capacity, HeldShare, Stage
 from vgpu_extender.engine.rules import first_failing, fitting_mask
+from vgpu_extender.vendors.amd.share import AMD_SHARE
+from vgpu_extender.vendors.ascend import DEFAULT_CHIPS
+from vgpu_extender.vendors.ascend.share import ascend_share
+from vgpu_extender.vendors.awsneuron.share import NEURON_SHARE
 from vgpu_extender.vendors.hami_share import clamp_cores, generic_share
+from vgpu_extender.vendors.kunlun.share import VXPU_SHARE
 
 SHARE = generic_share("DCU", noun="dcu")
 
@@ -92,3 +97,44 @@ def test_a_held_share_of_100_cores_is_exclusive() -> None:
 
 def test_no_pick_rule() -> None:
     assert SHARE.pick is None and not SHARE.pick_refuses
+
+
+def _texts(stages: tuple[Stage, ...]) -> dict[Reason, str]:
+    used, total = Capacity(3, 2048, 60), Capacity(4, 16384, 100)
+    demand = HeldShare(slots=1, memory_mib=512, cores=10, exclusive=False)
+    return {stage.reason: stage.misfit("gpu-0", used, total, demand) for stage in stages}
+
+
+def test_each_vendor_refuses_in_its_own_words() -> None:
+    generic = {
+        Reason.SLOTS: "gpu-0 over-allocated: slots 3/4",
+        Reason.MEMORY: "gpu-0 over-allocated: memory 2048/16384 MiB",
+        Reason.CORES: "gpu-0 over-allocated: cores 60/100",
+        Reason.EXCLUSIVE: "gpu-0 is in use by 2 allocation(s); "
+        "a grant of all 100 cores needs an unused device",
+        Reason.NO_COMPUTE: "gpu-0 has all cores in use (60/100); "
+        "a grant with cores 0 cannot share it",
+    }
+    assert _texts(SHARE.stages) == generic
+    assert _texts(ascend_share(DEFAULT_CHIPS[0]).stages) == {
+        **generic,
+        Reason.SLOTS: "gpu-0 over-allocated: vNPU slots 3/4",
+        Reason.EXCLUSIVE: "gpu-0 is in use by 2 allocation(s); "
+        "a grant of all 100 cores needs an unused npu",
+    }
+    assert _texts(AMD_SHARE.stages) == {
+        Reason.SLOTS: generic[Reason.SLOTS],
+        Reason.MEMORY: generic[Reason.MEMORY],
+        Reason.CORES: "gpu-0 over-allocated: compute units 60/100",
+        Reason.EXCLUSIVE: "gpu-0 is in use by 2 allocation(s); "
+        "a grant of all compute units needs an unused gpu",
+    }
+    assert _texts(NEURON_SHARE.stages) == {
+        Reason.SLOTS: "gpu-0 over-allocated: shares 3/4",
+        Reason.EXCLUSIVE: "gpu-0 is in use by 2 allocation(s); a whole device needs an unused one",
+        Reason.CORES: "gpu-0 over-allocated: neuron cores 60/100",
+    }
+    vxpu = _texts(VXPU_SHARE.stages)
+    assert {reason: vxpu[reason] for reason in (Reason.SLOTS, Reason.MEMORY, Reason.CORES)} == {
+        reason: generic[reason] for reason in (Reason.SLOTS, Reason.MEMORY, Reason.CORES)
+    }

@@ -1,5 +1,6 @@
 """HAMi's generic per-device ``Fit`` as the engine's stage table, for the vendors whose
-Fit is the common one (Cambricon, Hygon, Iluvatar, Moore Threads).
+Fit is the common one (Ascend, Cambricon, Hygon, Iluvatar, Moore Threads),
+and the stages and refusals other vendors build theirs from.
 
 After type and uuid, in HAMi's order: a free slot (``Count > Used``), memory (MiB, or a
 percentage of the device's), cores (a request over 100 counts as 100), a 100-core share
@@ -15,6 +16,7 @@ from vgpu_extender.domain.share import (
     Capacity,
     CapacityView,
     HeldShare,
+    MisfitText,
     PickRule,
     ShareDemand,
     ShareModel,
@@ -30,11 +32,13 @@ def clamp_cores(cores: int) -> int:
     return min(cores, FULL_CORES)
 
 
-def _has_slot(free: CapacityView, total: CapacityView, demand: ShareDemand) -> object:
+def has_slot(free: CapacityView, total: CapacityView, demand: ShareDemand) -> object:
+    """HAMi's ``Count > Used``: a free slot for each of the share's."""
     return free.slots >= demand.slots
 
 
-def _has_memory(free: CapacityView, total: CapacityView, demand: ShareDemand) -> object:
+def has_memory(free: CapacityView, total: CapacityView, demand: ShareDemand) -> object:
+    """The share's memory (MiB, or a percentage of the device's) is free."""
     return free.memory >= demand.memory_on(total.memory)
 
 
@@ -60,23 +64,35 @@ def _asks_no_cores(demand: ShareDemand) -> bool:
     return demand.cores == 0
 
 
-def _slots_text(where: str, used: Capacity, total: Capacity, demand: ShareDemand) -> str:
-    return f"{where} over-allocated: slots {used.slots}/{total.slots}"
+def slots_text(label: str = "slots") -> MisfitText:
+    """``<where> over-allocated: <label> used/total``."""
+
+    def text(where: str, used: Capacity, total: Capacity, demand: ShareDemand) -> str:
+        return f"{where} over-allocated: {label} {used.slots}/{total.slots}"
+
+    return text
 
 
-def _memory_text(where: str, used: Capacity, total: Capacity, demand: ShareDemand) -> str:
+def memory_text(where: str, used: Capacity, total: Capacity, demand: ShareDemand) -> str:
     return f"{where} over-allocated: memory {used.memory}/{total.memory} MiB"
 
 
-def _cores_text(where: str, used: Capacity, total: Capacity, demand: ShareDemand) -> str:
-    return f"{where} over-allocated: cores {used.cores}/{total.cores}"
+def cores_text(label: str = "cores") -> MisfitText:
+    """``<where> over-allocated: <label> used/total``, of the cores dimension."""
+
+    def text(where: str, used: Capacity, total: Capacity, demand: ShareDemand) -> str:
+        return f"{where} over-allocated: {label} {used.cores}/{total.cores}"
+
+    return text
 
 
-def _alone_text(where: str, used: Capacity, total: Capacity, demand: ShareDemand) -> str:
-    return (
-        f"{where} is in use by {used.slots - demand.slots} allocation(s); "
-        f"a grant of all {FULL_CORES} cores needs an unused device"
-    )
+def in_use_text(needs: str) -> MisfitText:
+    """A device others hold, refused to a share that ``needs`` it unused."""
+
+    def text(where: str, used: Capacity, total: Capacity, demand: ShareDemand) -> str:
+        return f"{where} is in use by {used.slots - demand.slots} allocation(s); {needs}"
+
+    return text
 
 
 def _compute_text(where: str, used: Capacity, total: Capacity, demand: ShareDemand) -> str:
@@ -86,11 +102,13 @@ def _compute_text(where: str, used: Capacity, total: Capacity, demand: ShareDema
     )
 
 
-def _consumed(total: Capacity, demand: ShareDemand) -> Capacity:
+def consumed(total: Capacity, demand: ShareDemand) -> Capacity:
+    """What a share takes: its slots, its memory, its cores (over 100 read as 100)."""
     return Capacity(demand.slots, demand.memory_on(total.memory), clamp_cores(demand.cores))
 
 
-def _held(usage: DeviceUsage) -> ShareDemand:
+def held(usage: DeviceUsage) -> ShareDemand:
+    """A share already given; one of all cores or more is exclusive."""
     return HeldShare(
         slots=usage.slots,
         memory_mib=usage.memory_mib,
@@ -99,13 +117,22 @@ def _held(usage: DeviceUsage) -> ShareDemand:
     )
 
 
-GENERIC_STAGES = (
-    Stage(Reason.SLOTS, _has_slot, _slots_text, when_empty=False),
-    Stage(Reason.MEMORY, _has_memory, _memory_text, measure="memory"),
-    Stage(Reason.CORES, _has_cores, _cores_text, measure="cores"),
-    Stage(Reason.EXCLUSIVE, _alone, _alone_text, applies=_asks_full, when_empty=False),
-    Stage(Reason.NO_COMPUTE, _has_compute, _compute_text, applies=_asks_no_cores, when_empty=False),
-)
+def generic_stages(*, slots: str = "slots", noun: str = "device") -> tuple[Stage, ...]:
+    """HAMi's generic Fit stages; ``slots`` names the slots in a refusal and ``noun`` the
+    device a full-core grant needs unused (Ascend's ``vNPU slots`` and ``npu``)."""
+    alone = in_use_text(f"a grant of all {FULL_CORES} cores needs an unused {noun}")
+    return (
+        Stage(Reason.SLOTS, has_slot, slots_text(slots), when_empty=False),
+        Stage(Reason.MEMORY, has_memory, memory_text, measure="memory"),
+        Stage(Reason.CORES, _has_cores, cores_text(), measure="cores"),
+        Stage(Reason.EXCLUSIVE, _alone, alone, applies=_asks_full, when_empty=False),
+        Stage(
+            Reason.NO_COMPUTE, _has_compute, _compute_text, applies=_asks_no_cores, when_empty=False
+        ),
+    )
+
+
+GENERIC_STAGES = generic_stages()
 
 
 def generic_share(
@@ -116,8 +143,8 @@ def generic_share(
     return ShareModel(
         name=name,
         stages=GENERIC_STAGES,
-        consumed=_consumed,
-        held=_held,
+        consumed=consumed,
+        held=held,
         noun=noun,
         pick=pick,
         pick_refuses=pick_refuses,

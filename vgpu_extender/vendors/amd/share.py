@@ -13,6 +13,7 @@ from typing import Any
 
 from vgpu_extender.domain import DeviceUsage, Reason
 from vgpu_extender.domain.share import Capacity, CapacityView, ShareDemand, ShareModel, Stage
+from vgpu_extender.vendors import hami_share
 
 FULL_PERCENT = 100
 
@@ -38,14 +39,6 @@ def units(total_cores: Any, demand: ShareDemand) -> Any:
     return total_cores * demand.cores // FULL_PERCENT
 
 
-def _has_slot(free: CapacityView, total: CapacityView, demand: ShareDemand) -> object:
-    return free.slots >= demand.slots
-
-
-def _has_memory(free: CapacityView, total: CapacityView, demand: ShareDemand) -> object:
-    return free.memory >= demand.memory_on(total.memory)
-
-
 def _has_units(free: CapacityView, total: CapacityView, demand: ShareDemand) -> object:
     return free.cores >= units(total.cores, demand)
 
@@ -58,23 +51,7 @@ def _asks_all(demand: ShareDemand) -> bool:
     return demand.exclusive
 
 
-def _slots_text(where: str, used: Capacity, total: Capacity, demand: ShareDemand) -> str:
-    return f"{where} over-allocated: slots {used.slots}/{total.slots}"
-
-
-def _memory_text(where: str, used: Capacity, total: Capacity, demand: ShareDemand) -> str:
-    return f"{where} over-allocated: memory {used.memory}/{total.memory} MiB"
-
-
-def _units_text(where: str, used: Capacity, total: Capacity, demand: ShareDemand) -> str:
-    return f"{where} over-allocated: compute units {used.cores}/{total.cores}"
-
-
-def _alone_text(where: str, used: Capacity, total: Capacity, demand: ShareDemand) -> str:
-    return (
-        f"{where} is in use by {used.slots - demand.slots} allocation(s); "
-        "a grant of all compute units needs an unused gpu"
-    )
+_ALONE_TEXT = hami_share.in_use_text("a grant of all compute units needs an unused gpu")
 
 
 def _consumed(total: Capacity, demand: ShareDemand) -> Capacity:
@@ -90,10 +67,10 @@ def _held(usage: DeviceUsage) -> ShareDemand:
 AMD_SHARE = ShareModel(
     name="AMD",
     stages=(
-        Stage(Reason.SLOTS, _has_slot, _slots_text, when_empty=False),
-        Stage(Reason.MEMORY, _has_memory, _memory_text, measure="memory"),
-        Stage(Reason.CORES, _has_units, _units_text, measure="cores"),
-        Stage(Reason.EXCLUSIVE, _alone, _alone_text, applies=_asks_all, when_empty=False),
+        Stage(Reason.SLOTS, hami_share.has_slot, hami_share.slots_text(), when_empty=False),
+        Stage(Reason.MEMORY, hami_share.has_memory, hami_share.memory_text, measure="memory"),
+        Stage(Reason.CORES, _has_units, hami_share.cores_text("compute units"), measure="cores"),
+        Stage(Reason.EXCLUSIVE, _alone, _ALONE_TEXT, applies=_asks_all, when_empty=False),
     ),
     consumed=_consumed,
     held=_held,

@@ -18,103 +18,14 @@ import itertools
 import math
 from collections.abc import Sequence
 
-from vgpu_extender.domain import Device, DeviceUsage, Reason
-from vgpu_extender.domain.share import (
-    Capacity,
-    CapacityView,
-    HeldShare,
-    PickRule,
-    ShareDemand,
-    ShareModel,
-    Stage,
-)
+from vgpu_extender.domain import Device
+from vgpu_extender.domain.share import PickRule, ShareModel
+from vgpu_extender.vendors import hami_share
 from vgpu_extender.vendors.ascend.chips import ChipConfig
 
-#: A core request above this is read as this; a share of this on a 100-core NPU is alone.
-FULL_CORES = 100
 NETWORK_ID = "NetworkID"
-
-
-def _cores(demand: ShareDemand) -> int:
-    return min(demand.cores, FULL_CORES)
-
-
-def _has_slot(free: CapacityView, total: CapacityView, demand: ShareDemand) -> object:
-    return free.slots >= demand.slots
-
-
-def _has_memory(free: CapacityView, total: CapacityView, demand: ShareDemand) -> object:
-    return free.memory >= demand.memory_on(total.memory)
-
-
-def _has_cores(free: CapacityView, total: CapacityView, demand: ShareDemand) -> object:
-    return free.cores >= _cores(demand)
-
-
-def _alone(free: CapacityView, total: CapacityView, demand: ShareDemand) -> object:
-    # HAMi: total == 100 && request == 100 && Used > 0 is a conflict.
-    return (total.cores != FULL_CORES) | (free.slots == total.slots)
-
-
-def _has_compute(free: CapacityView, total: CapacityView, demand: ShareDemand) -> object:
-    # HAMi: total != 0 && Usedcores == total && request == 0 is exhausted.
-    return (total.cores == 0) | (free.cores != 0)
-
-
-def _asks_full(demand: ShareDemand) -> bool:
-    return _cores(demand) == FULL_CORES
-
-
-def _asks_no_cores(demand: ShareDemand) -> bool:
-    return demand.cores == 0
-
-
-def _slots_text(where: str, used: Capacity, total: Capacity, demand: ShareDemand) -> str:
-    return f"{where} over-allocated: vNPU slots {used.slots}/{total.slots}"
-
-
-def _memory_text(where: str, used: Capacity, total: Capacity, demand: ShareDemand) -> str:
-    return f"{where} over-allocated: memory {used.memory}/{total.memory} MiB"
-
-
-def _cores_text(where: str, used: Capacity, total: Capacity, demand: ShareDemand) -> str:
-    return f"{where} over-allocated: cores {used.cores}/{total.cores}"
-
-
-def _alone_text(where: str, used: Capacity, total: Capacity, demand: ShareDemand) -> str:
-    return (
-        f"{where} is in use by {used.slots - demand.slots} allocation(s); "
-        f"a grant of all {FULL_CORES} cores needs an unused npu"
-    )
-
-
-def _compute_text(where: str, used: Capacity, total: Capacity, demand: ShareDemand) -> str:
-    return (
-        f"{where} has all cores in use ({used.cores}/{total.cores}); "
-        "a grant with cores 0 cannot share it"
-    )
-
-
-def _consumed(total: Capacity, demand: ShareDemand) -> Capacity:
-    return Capacity(demand.slots, demand.memory_on(total.memory), _cores(demand))
-
-
-def _held(usage: DeviceUsage) -> ShareDemand:
-    return HeldShare(
-        slots=usage.slots,
-        memory_mib=usage.memory_mib,
-        cores=usage.cores,
-        exclusive=usage.cores >= FULL_CORES,
-    )
-
-
-STAGES = (
-    Stage(Reason.SLOTS, _has_slot, _slots_text, when_empty=False),
-    Stage(Reason.MEMORY, _has_memory, _memory_text, measure="memory"),
-    Stage(Reason.CORES, _has_cores, _cores_text, measure="cores"),
-    Stage(Reason.EXCLUSIVE, _alone, _alone_text, applies=_asks_full, when_empty=False),
-    Stage(Reason.NO_COMPUTE, _has_compute, _compute_text, applies=_asks_no_cores, when_empty=False),
-)
+#: HAMi's generic Fit, its refusals naming vNPU slots and the NPU.
+STAGES = hami_share.generic_stages(slots="vNPU slots", noun="npu")
 
 
 def ascend_share(chip: ChipConfig) -> ShareModel:
@@ -135,8 +46,8 @@ def ascend_share(chip: ChipConfig) -> ShareModel:
     return ShareModel(
         name=chip.common_word,
         stages=STAGES,
-        consumed=_consumed,
-        held=_held,
+        consumed=hami_share.consumed,
+        held=hami_share.held,
         noun="npu",
         pick=pick,
         pick_refuses=refuses,

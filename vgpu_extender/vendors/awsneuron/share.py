@@ -16,6 +16,7 @@ from vgpu_extender.domain.share import (
     ShareModel,
     Stage,
 )
+from vgpu_extender.vendors import hami_share
 from vgpu_extender.vendors.awsneuron.request import WORD
 from vgpu_extender.vendors.awsneuron.topology import pick_devices
 
@@ -23,10 +24,6 @@ from vgpu_extender.vendors.awsneuron.topology import pick_devices
 def cores_taken(total_cores: Any, demand: ShareDemand) -> Any:
     """The cores a share takes on a device (or each of a grid) with ``total_cores``."""
     return total_cores if demand.cores == 0 else demand.cores
-
-
-def _has_slot(free: CapacityView, total: CapacityView, demand: ShareDemand) -> object:
-    return free.slots >= demand.slots
 
 
 def _unused(free: CapacityView, total: CapacityView, demand: ShareDemand) -> object:
@@ -41,19 +38,7 @@ def _whole(demand: ShareDemand) -> bool:
     return demand.cores == 0
 
 
-def _slots_text(where: str, used: Capacity, total: Capacity, demand: ShareDemand) -> str:
-    return f"{where} over-allocated: shares {used.slots}/{total.slots}"
-
-
-def _unused_text(where: str, used: Capacity, total: Capacity, demand: ShareDemand) -> str:
-    return (
-        f"{where} is in use by {used.slots - demand.slots} allocation(s); "
-        "a whole device needs an unused one"
-    )
-
-
-def _cores_text(where: str, used: Capacity, total: Capacity, demand: ShareDemand) -> str:
-    return f"{where} over-allocated: neuron cores {used.cores}/{total.cores}"
+_UNUSED_TEXT = hami_share.in_use_text("a whole device needs an unused one")
 
 
 def _consumed(total: Capacity, demand: ShareDemand) -> Capacity:
@@ -67,9 +52,9 @@ def _held(usage: DeviceUsage) -> ShareDemand:
 NEURON_SHARE = ShareModel(
     name=WORD,
     stages=(
-        Stage(Reason.SLOTS, _has_slot, _slots_text, when_empty=False),
-        Stage(Reason.EXCLUSIVE, _unused, _unused_text, applies=_whole, when_empty=False),
-        Stage(Reason.CORES, _has_cores, _cores_text, measure="cores"),
+        Stage(Reason.SLOTS, hami_share.has_slot, hami_share.slots_text("shares"), when_empty=False),
+        Stage(Reason.EXCLUSIVE, _unused, _UNUSED_TEXT, applies=_whole, when_empty=False),
+        Stage(Reason.CORES, _has_cores, hami_share.cores_text("neuron cores"), measure="cores"),
     ),
     consumed=_consumed,
     held=_held,

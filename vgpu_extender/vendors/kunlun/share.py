@@ -20,6 +20,7 @@ from vgpu_extender.domain.share import (
     ShareModel,
     Stage,
 )
+from vgpu_extender.vendors import hami_share
 from vgpu_extender.vendors.kunlun.request import VXPU_WORD, WHOLE_WORD
 from vgpu_extender.vendors.kunlun.topology import pick_xpus
 from vgpu_extender.vendors.nvidia.share import NVIDIA_SHARE
@@ -36,14 +37,6 @@ WHOLE_SHARE: ShareModel = replace(
 )
 
 
-def _has_slot(free: CapacityView, total: CapacityView, demand: ShareDemand) -> object:
-    return free.slots >= demand.slots
-
-
-def _has_memory(free: CapacityView, total: CapacityView, demand: ShareDemand) -> object:
-    return free.memory >= demand.memory_on(total.memory)
-
-
 def _same_size(free: CapacityView, total: CapacityView, demand: ShareDemand) -> object:
     used = total.slots - free.slots
     # One share's size: a held footprint of several shares (one pod) divides by them.
@@ -56,23 +49,11 @@ def _has_cores(free: CapacityView, total: CapacityView, demand: ShareDemand) -> 
     return free.cores >= demand.cores
 
 
-def _slots_text(where: str, used: Capacity, total: Capacity, demand: ShareDemand) -> str:
-    return f"{where} over-allocated: slots {used.slots}/{total.slots}"
-
-
-def _memory_text(where: str, used: Capacity, total: Capacity, demand: ShareDemand) -> str:
-    return f"{where} over-allocated: memory {used.memory}/{total.memory} MiB"
-
-
 def _size_text(where: str, used: Capacity, total: Capacity, demand: ShareDemand) -> str:
     return (
         f"{where} holds vXPUs of another size; a share of {demand.memory_mib} MiB "
         "needs an unused xpu or one of shares its size"
     )
-
-
-def _cores_text(where: str, used: Capacity, total: Capacity, demand: ShareDemand) -> str:
-    return f"{where} over-allocated: cores {used.cores}/{total.cores}"
 
 
 def _consumed(total: Capacity, demand: ShareDemand) -> Capacity:
@@ -86,10 +67,10 @@ def _held(usage: DeviceUsage) -> ShareDemand:
 VXPU_SHARE = ShareModel(
     name=VXPU_WORD,
     stages=(
-        Stage(Reason.SLOTS, _has_slot, _slots_text, when_empty=False),
-        Stage(Reason.MEMORY, _has_memory, _memory_text, measure="memory"),
+        Stage(Reason.SLOTS, hami_share.has_slot, hami_share.slots_text(), when_empty=False),
+        Stage(Reason.MEMORY, hami_share.has_memory, hami_share.memory_text, measure="memory"),
         Stage(Reason.EXCLUSIVE, _same_size, _size_text, when_empty=False),
-        Stage(Reason.CORES, _has_cores, _cores_text, measure="cores"),
+        Stage(Reason.CORES, _has_cores, hami_share.cores_text(), measure="cores"),
     ),
     consumed=_consumed,
     held=_held,
