@@ -15,12 +15,12 @@ from device_plugins.allocation_flow import (
     PHASE_FAILED,
     PHASE_SUCCESS,
     AllocationFlow,
-    check_healthy,
-    check_requested,
+    ContainerTurn,
 )
 from device_plugins.device_state import DeviceState
 from device_plugins.discovery.base import MODE_MIG
 from device_plugins.errors import AllocationError
+from device_plugins.grant_checks import check_healthy, check_requested, preparing
 from device_plugins.hami_core import ContainerAllocation, HamiCoreConfig, build_allocation
 from device_plugins.kube import KubeGateway
 from device_plugins.pods import PodView
@@ -53,43 +53,26 @@ class PodAllocator(AllocationFlow):
         self._config = config
         self._builder = builder
 
-    def _count_mismatch(
-        self,
-        pod: PodView,
-        position: int,
-        container: str,
-        device_ids: Sequence[str],
-        grants: Sequence[DeviceGrant],
-    ) -> str:
+    def _count_mismatch(self, turn: ContainerTurn) -> str:
         return (
-            f"device number not matched for pod {pod.key}: kubelet asked for "
-            f"{len(device_ids)} device(s), container #{position} {container!r} was given "
-            f"{len(grants)} ({', '.join(g.uuid for g in grants)})"
+            f"device number not matched for pod {turn.pod.key}: kubelet asked for "
+            f"{len(turn.device_ids)} device(s), container #{turn.position} "
+            f"{turn.container!r} was given {len(turn.grants)} "
+            f"({', '.join(g.uuid for g in turn.grants)})"
         )
 
-    def _serve_container(
-        self,
-        pod: PodView,
-        position: int,
-        container: str,
-        device_ids: Sequence[str],
-        grants: Sequence[DeviceGrant],
-    ) -> ContainerAllocation:
-        self._check_devices(pod, device_ids, grants)
+    def _serve_container(self, turn: ContainerTurn) -> ContainerAllocation:
+        pod, position = turn.pod, turn.position
+        self._check_devices(pod, turn.device_ids, turn.grants)
         env = pod.containers[position].env if position < len(pod.containers) else {}
-        try:
+        with preparing(f"the HAMi-core folders under {self._hami.vgpu_dir}"):
             return self._builder(
-                grants,
+                turn.grants,
                 self._hami,
                 pod_uid=pod.uid,
-                container=container or str(position),
+                container=turn.label,
                 container_env_vars=env,
             )
-        except OSError as exc:
-            raise AllocationError(
-                f"cannot prepare the HAMi-core folders under {self._hami.vgpu_dir}: {exc}",
-                code=AllocationError.FAILED,
-            ) from exc
 
     def _check_devices(
         self, pod: PodView, device_ids: Sequence[str], grants: Sequence[DeviceGrant]

@@ -17,16 +17,14 @@ import logging
 import threading
 from abc import ABC, abstractmethod
 from collections.abc import Callable, Mapping, Sequence
+from dataclasses import dataclass
 
-from device_plugins.device_state import DeviceState
-from device_plugins.discovery.base import PhysicalDevice
 from device_plugins.errors import AllocationError
 from device_plugins.hami_core import ContainerAllocation
 from device_plugins.kube import KubeAccessError, KubeGateway
 from device_plugins.nodelock import NodeLock, held_by, release_lock
 from device_plugins.pending import PendingPod, PendingPodFinder
 from device_plugins.pods import PodView
-from device_plugins.replicas import ReplicaIdError, physical_uuid
 from device_plugins.vendor import encode_containers
 from vgpu_extender.domain import DeviceGrant
 from vgpu_extender.vendors.base import Vendor
@@ -37,13 +35,24 @@ log = logging.getLogger(__name__)
 PHASE_SUCCESS = "success"
 PHASE_FAILED = "failed"
 
-__all__ = [
-    "PHASE_FAILED",
-    "PHASE_SUCCESS",
-    "AllocationFlow",
-    "check_healthy",
-    "check_requested",
-]
+__all__ = ["PHASE_FAILED", "PHASE_SUCCESS", "AllocationFlow", "ContainerTurn"]
+
+
+@dataclass(frozen=True, slots=True)
+class ContainerTurn:
+    """The container being served: the pod, its index and name ("" when the pod spec
+    lists fewer containers), the IDs kubelet sent and the scheduler's grants."""
+
+    pod: PodView
+    position: int
+    container: str
+    device_ids: Sequence[str]
+    grants: Sequence[DeviceGrant]
+
+    @property
+    def label(self) -> str:
+        """The container's name in HAMi-core's folders: its index when it has none."""
+        return self.container or str(self.position)
 
 
 class AllocationFlow(ABC):
@@ -71,25 +80,11 @@ class AllocationFlow(ABC):
         self._lock = threading.Lock()
 
     @abstractmethod
-    def _serve_container(
-        self,
-        pod: PodView,
-        position: int,
-        container: str,
-        device_ids: Sequence[str],
-        grants: Sequence[DeviceGrant],
-    ) -> ContainerAllocation:
+    def _serve_container(self, turn: ContainerTurn) -> ContainerAllocation:
         """Check kubelet's IDs and the grants on this node, and answer the container."""
 
     @abstractmethod
-    def _count_mismatch(
-        self,
-        pod: PodView,
-        position: int,
-        container: str,
-        device_ids: Sequence[str],
-        grants: Sequence[DeviceGrant],
-    ) -> str:
+    def _count_mismatch(self, turn: ContainerTurn) -> str:
         """What kubelet is told when it asks for another number of devices."""
 
     def _new_finder(self, gateway: KubeGateway) -> PendingPodFinder:
@@ -160,12 +155,10 @@ class AllocationFlow(ABC):
             )
         grants = pending.segments[position]
         container = pod.containers[position].name if position < len(pod.containers) else ""
+        turn = ContainerTurn(pod, position, container, device_ids, grants)
         if len(grants) != len(device_ids):
-            raise AllocationError(
-                self._count_mismatch(pod, position, container, device_ids, grants),
-                code=AllocationError.INVALID,
-            )
-        answer = self._serve_container(pod, position, container, device_ids, grants)
+            raise AllocationError(self._count_mismatch(turn), code=AllocationError.INVALID)
+        answer = self._serve_container(turn)
         self._write_back(gateway, pending, position)
         log.info("allocated %s to %s container %r", [g.uuid for g in grants], pod.key, container)
         return answer
@@ -213,29 +206,3 @@ class AllocationFlow(ABC):
             release_lock(gateway, self._node, matches)
         except KubeAccessError as exc:
             log.error("cannot release the node lock of %s: %s", self._node, exc)
-
-
-def check_requested(
-    device_ids: Sequence[str], devices: Mapping[str, PhysicalDevice], node: str
-) -> None:
-    """Every ID kubelet sent must name (a replica of) a device on this node."""
-    for device_id in device_ids:
-        try:
-            uuid = physical_uuid(device_id)
-        except ReplicaIdError as exc:
-            raise AllocationError(str(exc), code=AllocationError.INVALID) from exc
-        if uuid not in devices:
-            raise AllocationError(
-                f"kubelet asked for device {device_id!r}, which is not on node {node}",
-                code=AllocationError.INVALID,
-            )
-
-
-def check_healthy(state: DeviceState, device: PhysicalDevice, pod: PodView, *, word: str) -> None:
-    """A device granted while unhealthy is refused (kubelet may retry), with the reason."""
-    if not device.healthy:
-        reason = state.failure_reason(device.uuid) or "reported unhealthy"
-        raise AllocationError(
-            f"pod {pod.key} was given {word} {device.uuid}, which is unhealthy ({reason})",
-            code=AllocationError.UNAVAILABLE,
-        )

@@ -11,7 +11,7 @@ from __future__ import annotations
 
 from collections.abc import Callable, Mapping, Sequence
 
-from device_plugins.allocation_flow import AllocationFlow, check_healthy, check_requested
+from device_plugins.allocation_flow import AllocationFlow, ContainerTurn
 from device_plugins.ascend.chips import NpuChip
 from device_plugins.ascend.flavour import AscendFlavour
 from device_plugins.ascend.runtime import (
@@ -22,6 +22,7 @@ from device_plugins.ascend.runtime import (
 )
 from device_plugins.device_state import DeviceState
 from device_plugins.errors import AllocationError
+from device_plugins.grant_checks import check_healthy, check_requested, preparing
 from device_plugins.hami_core import ContainerAllocation
 from device_plugins.kube import KubeGateway
 from device_plugins.pending import PendingPodFinder
@@ -77,28 +78,16 @@ class AscendAllocator(AllocationFlow):
     def _new_finder(self, gateway: KubeGateway) -> PendingPodFinder:
         return ChipPodFinder(gateway, node=self._node, flavour=self._flavour)
 
-    def _count_mismatch(
-        self,
-        pod: PodView,
-        position: int,
-        container: str,
-        device_ids: Sequence[str],
-        grants: Sequence[DeviceGrant],
-    ) -> str:
+    def _count_mismatch(self, turn: ContainerTurn) -> str:
         return (
-            f"device number not matched: annotation has {len(grants)}, request has "
-            f"{len(device_ids)} (pod {pod.key}, container #{position} {container!r})"
+            f"device number not matched: annotation has {len(turn.grants)}, request has "
+            f"{len(turn.device_ids)} (pod {turn.pod.key}, container #{turn.position} "
+            f"{turn.container!r})"
         )
 
-    def _serve_container(
-        self,
-        pod: PodView,
-        position: int,
-        container: str,
-        device_ids: Sequence[str],
-        grants: Sequence[DeviceGrant],
-    ) -> ContainerAllocation:
-        chips = self._check_devices(pod, device_ids, grants)
+    def _serve_container(self, turn: ContainerTurn) -> ContainerAllocation:
+        pod = turn.pod
+        chips = self._check_devices(pod, turn.device_ids, turn.grants)
         key = runtime_annotation(self._flavour.chip)
         value = pod.annotations.get(key)
         if value is None:
@@ -113,21 +102,16 @@ class AscendAllocator(AllocationFlow):
                 code=AllocationError.INVALID,
             ) from exc
         hami_core = pod.annotations.get(VNPU_MODE_ANNOTATION) == HAMI_CORE
-        try:
+        with preparing(f"the HAMi-core folder under {self._paths.hook_path}"):
             return container_answer(
-                grants,
+                turn.grants,
                 chips,
                 runtime,
                 hami_core=hami_core,
                 paths=self._paths,
                 pod_uid=pod.uid,
-                container=container or str(position),
+                container=turn.label,
             )
-        except OSError as exc:
-            raise AllocationError(
-                f"cannot prepare the HAMi-core folder under {self._paths.hook_path}: {exc}",
-                code=AllocationError.FAILED,
-            ) from exc
 
     def _check_devices(
         self, pod: PodView, device_ids: Sequence[str], grants: Sequence[DeviceGrant]

@@ -28,9 +28,8 @@ from vgpu_extender.domain import DeviceGrant
 RUNTIME = "huawei.com/Ascend910B3"
 
 
-@pytest.fixture
-def flavour_and_allocator(
-    gateway: KubernetesGateway, node: str, tmp_path: Path
+def b3_allocator(
+    gateway: KubernetesGateway, node: str, hook_path: Path
 ) -> tuple[AscendFlavour, AscendAllocator]:
     chips, flavour = backend(B3)
     state = DeviceState(chips.discover())
@@ -40,9 +39,16 @@ def flavour_and_allocator(
         state=state,
         flavour=flavour,
         chips=chips.chips,
-        paths=CorePaths(hook_path=tmp_path / "hook"),
+        paths=CorePaths(hook_path=hook_path),
     )
     return flavour, allocator
+
+
+@pytest.fixture
+def flavour_and_allocator(
+    gateway: KubernetesGateway, node: str, tmp_path: Path
+) -> tuple[AscendFlavour, AscendAllocator]:
+    return b3_allocator(gateway, node, tmp_path / "hook")
 
 
 def _patch_pod(api: FakeApiServer, name: str, annotations: dict[str, Any]) -> None:
@@ -136,6 +142,22 @@ def test_a_pod_given_no_chip_of_this_kind_is_left_alone(
     with pytest.raises(AllocationError, match="no pending pod on node node-a"):
         allocator.allocate([f"{uuid(0)}-0"])
     assert annotations_of(kube_api, "gpu")["hami.io/bind-phase"] == "allocating"
+
+
+def test_a_hami_core_folder_that_cannot_be_made_fails_the_pod(
+    kube_api: FakeApiServer, gateway: KubernetesGateway, node: str, tmp_path: Path
+) -> None:
+    blocker = tmp_path / "file"
+    blocker.write_text("not a folder")
+    flavour, allocator = b3_allocator(gateway, node, blocker)
+    bound_pod(kube_api, flavour, "p", [[DeviceGrant(uuid(0), 16384, 0)]], hami_core=True)
+    with pytest.raises(
+        AllocationError, match="cannot prepare the HAMi-core folder under"
+    ) as caught:
+        allocator.allocate([f"{uuid(0)}-0"])
+    assert caught.value.code == AllocationError.FAILED
+    assert annotations_of(kube_api, "p")["hami.io/bind-phase"] == "failed"
+    assert lock_of(kube_api) is None
 
 
 def test_the_runtime_list_as_the_plugin_reads_it() -> None:
