@@ -15,15 +15,21 @@ from collections.abc import Iterable, Sequence
 
 from vgpu_extender.domain import AnnotationError, DeviceGrant, PodAssignment
 from vgpu_extender.vendors import gostrconv, hami_devices
+from vgpu_extender.vendors.hami_vendor import BIND_PHASE_ALLOCATING, check_bind
 from vgpu_extender.vendors.nvidia.config import NvidiaConfig
 
-#: The phase HAMi's device plugin waits for before it serves the pod's Allocate.
-BIND_PHASE_ALLOCATING = "allocating"
+__all__ = [
+    "BIND_PHASE_ALLOCATING",
+    "bind_annotations",
+    "decode_assignment",
+    "encode_assignment",
+    "encode_containers",
+]
 
 
 def encode_assignment(assignment: PodAssignment, *, vendor: str = "NVIDIA") -> str:
     """The annotation value for the assignment's containers, in their order."""
-    return encode_containers(assignment.containers, vendor=vendor)
+    return hami_devices.encode_containers(assignment.containers, vendor=vendor)
 
 
 def encode_containers(
@@ -60,12 +66,7 @@ def bind_annotations(
     """What HAMi's device plugin looks for: the node, the devices (twice: ``to-allocate``
     is consumed by Allocate, ``allocated`` stays for usage rebuilds), and the bind phase
     and time by which it picks the pending pod on its node."""
-    if not assignment.node:
-        raise AnnotationError("assignment has no node", value=assignment.node)
-    if isinstance(bind_time, bool) or not isinstance(bind_time, int) or bind_time < 0:
-        raise AnnotationError(
-            "bind_time must be Unix seconds (a non-negative integer)", value=bind_time
-        )
+    check_bind(assignment, bind_time)
     devices = encode_assignment(assignment, vendor=config.vendor_word)
     return {
         config.node_annotation: assignment.node,
