@@ -11,11 +11,13 @@ import socket
 import subprocess
 import sys
 from collections.abc import Iterator, Mapping, Sequence
+from dataclasses import dataclass
 from pathlib import Path
 
 import pytest
 
 from tests.device_plugins.conftest import NODE
+from tests.device_plugins.harness import eventually
 from tests.device_plugins.kubelet import FakeKubelet
 
 
@@ -57,24 +59,46 @@ def free_port() -> int:
         return port
 
 
+@dataclass(frozen=True, slots=True)
+class AgentProcess:
+    """The agent's process, the kubelet it registers with and the port of its probes."""
+
+    process: subprocess.Popen[str]
+    kubelet: FakeKubelet
+    port: int
+
+    def get(self, path: str) -> tuple[int, str]:
+        return http_get(self.port, path)
+
+    def wait_ready(self) -> None:
+        eventually(lambda: self.get("/readyz") == (200, "ok\n"), what="ready")
+
+    def stop(self) -> str:
+        """SIGTERM, as kubelet's pod shutdown sends; what the agent printed."""
+        self.process.send_signal(signal.SIGTERM)
+        output, _ = self.process.communicate(timeout=15)
+        return output
+
+
 @contextlib.contextmanager
 def agent_process(
-    kubelet: FakeKubelet,
+    plugin_dir: Path,
     *,
     api_url: str,
     folder: Path,
-    metrics_port: int,
     args: Sequence[str] = (),
     env: Mapping[str, str] | None = None,
-) -> Iterator[subprocess.Popen[str]]:
-    """The agent registering with ``kubelet``; killed if still running, and the kubelet
-    stopped, on the way out."""
+) -> Iterator[AgentProcess]:
+    """The agent registering with a test kubelet in ``plugin_dir``; killed if still
+    running, and the kubelet stopped, on the way out."""
+    kubelet = FakeKubelet(plugin_dir).start()
+    port = free_port()
     command = [
         sys.executable,
         "-m",
         "device_plugins",
         "--device-plugin-dir",
-        str(kubelet.folder),
+        str(plugin_dir),
         "--kubeconfig",
         str(kubeconfig(folder / "kubeconfig", api_url)),
         *args,
@@ -85,23 +109,16 @@ def agent_process(
         "NO_PROXY": "127.0.0.1",
         "VGPU_DP_RETRY_INTERVAL_S": "0.1",
         "VGPU_DP_KUBELET_WATCH_INTERVAL_S": "0.05",
-        "VGPU_DP_METRICS_ADDRESS": f"127.0.0.1:{metrics_port}",
+        "VGPU_DP_METRICS_ADDRESS": f"127.0.0.1:{port}",
         **(env or {}),
     }
     process = subprocess.Popen(
         command, env=environment, stdout=subprocess.PIPE, stderr=subprocess.STDOUT, text=True
     )
     try:
-        yield process
+        yield AgentProcess(process, kubelet, port)
     finally:
         if process.poll() is None:
             process.kill()
             process.communicate()
         kubelet.stop()
-
-
-def stop(process: subprocess.Popen[str]) -> str:
-    """SIGTERM, as kubelet's pod shutdown sends; what the agent printed."""
-    process.send_signal(signal.SIGTERM)
-    output, _ = process.communicate(timeout=15)
-    return output

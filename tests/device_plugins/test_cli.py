@@ -19,14 +19,9 @@ from device_plugins.settings import DevicePluginSettings
 from tests.device_plugins.agent_process import (
     agent_process,
     clean_environment,
-    free_port,
-    http_get,
     kubeconfig,
-    stop,
 )
 from tests.device_plugins.conftest import NODE
-from tests.device_plugins.harness import eventually
-from tests.device_plugins.kubelet import FakeKubelet
 from tests.device_plugins.pods_factory import CONFIG, GPU0, GPU1
 from tests.support.apiserver import FakeApiServer
 
@@ -105,29 +100,26 @@ def test_run_needs_a_node_name(device_file: Path) -> None:
 def test_serves_registers_and_stops_on_sigterm(
     kube_api: FakeApiServer, node: str, device_file: Path, short_dir: Path, tmp_path: Path
 ) -> None:
-    kubelet = FakeKubelet(short_dir).start()
-    port = free_port()
     with agent_process(
-        kubelet,
+        short_dir,
         api_url=kube_api.url,
         folder=tmp_path,
-        metrics_port=port,
         args=[
             *("--discovery", "static", "--static-file", str(device_file)),
             *("--hook-path", str(tmp_path / "hook")),
         ],
-    ) as process:
-        registration = kubelet.next_registration(timeout=30)
+    ) as agent:
+        registration = agent.kubelet.next_registration(timeout=30)
         assert registration.request.endpoint == "vgpu-nvidia.sock"
-        listing = kubelet.next_list()
+        listing = agent.kubelet.next_list()
         assert {d.health for d in listing.devices} == {"Healthy", "Unhealthy"}
         # The DaemonSet's probes: ready once registered and the annotation written.
-        eventually(lambda: http_get(port, "/readyz") == (200, "ok\n"), what="ready")
-        assert http_get(port, "/healthz") == (200, "ok\n")
-        status, metrics = http_get(port, "/metrics")
+        agent.wait_ready()
+        assert agent.get("/healthz") == (200, "ok\n")
+        status, metrics = agent.get("/metrics")
         assert status == 200 and "vgpu_device_plugin_kubelet_registered 1.0" in metrics
-        output = stop(process)
-    assert process.returncode == 0, output
+        output = agent.stop()
+    assert agent.process.returncode == 0, output
     assert "signal 15: stopping" in output
     assert not (short_dir / "vgpu-nvidia.sock").exists()
     annotations = kube_api.get_node(NODE)["metadata"]["annotations"]

@@ -13,14 +13,9 @@ from device_plugins.cli import app
 from tests.device_plugins.agent_process import (
     agent_process,
     clean_environment,
-    free_port,
-    http_get,
-    stop,
 )
 from tests.device_plugins.ascend.support import FIXTURES
 from tests.device_plugins.conftest import NODE
-from tests.device_plugins.harness import eventually
-from tests.device_plugins.kubelet import FakeKubelet
 from tests.support.apiserver import FakeApiServer
 
 
@@ -133,24 +128,21 @@ def test_a_run_needs_a_node_name(npu_smi: Path, monkeypatch: pytest.MonkeyPatch)
 def test_serves_the_chips_registers_the_node_and_stops_on_sigterm(
     kube_api: FakeApiServer, node: str, npu_smi: Path, short_dir: Path, tmp_path: Path
 ) -> None:
-    kubelet = FakeKubelet(short_dir).start()
-    port = free_port()
     with agent_process(
-        kubelet,
+        short_dir,
         api_url=kube_api.url,
         folder=tmp_path,
-        metrics_port=port,
         env={"VGPU_DP_DISCOVERY": "npu-smi", "VGPU_DP_ASCEND_NPU_SMI": str(npu_smi)},
-    ) as process:
-        registration = kubelet.next_registration(timeout=30)
+    ) as agent:
+        registration = agent.kubelet.next_registration(timeout=30)
         assert (registration.request.resource_name, registration.request.endpoint) == (
             "huawei.com/Ascend310P",
             "Ascend310P.sock",
         )
-        assert len(kubelet.next_list().devices) == 4 * 7
-        eventually(lambda: http_get(port, "/readyz") == (200, "ok\n"), what="ready")
-        output = stop(process)
-    assert process.returncode == 0, output
+        assert len(agent.kubelet.next_list().devices) == 4 * 7
+        agent.wait_ready()
+        output = agent.stop()
+    assert agent.process.returncode == 0, output
     assert not (short_dir / "Ascend310P.sock").exists()
     annotations = kube_api.get_node(NODE)["metadata"]["annotations"]
     assert annotations["hami.io/node-register-Ascend310P"].startswith('[{"id":"node-a-npu-0",')
