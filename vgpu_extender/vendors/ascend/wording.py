@@ -6,26 +6,6 @@ starts with) and none holds a ``%``."""
 
 from __future__ import annotations
 
-from vgpu_extender.domain import NEUTRAL_WORDING, Reason, Wording
+from vgpu_extender.vendors.hami_wording import hami_wording
 
-ASCEND_WORDING = Wording(
-    texts={
-        **NEUTRAL_WORDING.texts,
-        Reason.NO_DEVICES: "no npus",
-        Reason.TYPE_MISMATCH: "CardTypeMismatch",
-        Reason.UUID_MISMATCH: "CardUuidMismatch",
-        Reason.UNHEALTHY: "CardNotHealth",
-        Reason.CORDONED: "cordoned npus",
-        Reason.CONFLICTED: "conflicted npus",
-        Reason.NOT_ENOUGH_DEVICES: "NodeInsufficientDevice",
-        Reason.NUMA: "NumaNotFit",
-        Reason.SLOTS: "CardTimeSlicingExhausted",
-        Reason.EXCLUSIVE: "ExclusiveDeviceAllocateConflict",
-        Reason.MEMORY: "CardInsufficientMemory",
-        Reason.CORES: "CardInsufficientCore",
-        Reason.NO_COMPUTE: "CardComputeUnitsExhausted",
-        Reason.MODE_MISMATCH: "ModeNotFit",
-        Reason.COMBINATION: "AllocatedCardsInsufficientRequest",
-    },
-    units=dict(NEUTRAL_WORDING.units),
-)
+ASCEND_WORDING = hami_wording("npus")
