@@ -34,3 +34,19 @@ def test_with_names_reports_the_first_bad_key_in_the_order_given() -> None:
 def test_section_refuses_unknown_keys_naming_the_known_ones() -> None:
     with pytest.raises(ValueError, match=r"unknown X setting\(s\) bogus; known: a, b"):
         hami_config.section({"bogus": 1, "a": "x"}, "X", frozenset({"b", "a"}))
+
+
+def test_common_word_is_a_key_safe_name() -> None:
+    assert hami_config.common_word("chips[0]", {"commonWord": "Ascend910B3"}) == "Ascend910B3"
+    for bad in ("a,b", "-x", "", None, 3):
+        with pytest.raises(ValueError, match=r"^chips\[0\]\.commonWord must be a name"):
+            hami_config.common_word("chips[0]", {"commonWord": bad})
+
+
+def test_go_bool_reads_yaml_and_go_booleans_naming_the_key_of_a_bad_one() -> None:
+    assert hami_config.go_bool("k", True) is True
+    assert hami_config.go_bool("k", " F ") is False
+    assert hami_config.go_bool("k", "1") is True
+    with pytest.raises(ValueError, match=r"^k must be true or false: 'yes'$"):
+        hami_config.go_bool("k", "yes")
+    assert hami_config.flag({}, "k", True) is True

@@ -5,6 +5,7 @@ bad ConfigMap fails at start-up rather than on the first pod."""
 
 from __future__ import annotations
 
+import re
 from collections.abc import Mapping
 from dataclasses import replace
 from typing import TYPE_CHECKING, Any, TypeVar
@@ -15,6 +16,9 @@ if TYPE_CHECKING:
     from _typeshed import DataclassInstance
 
 _Config = TypeVar("_Config", bound="DataclassInstance")
+#: A CW is spliced into annotation keys (``hami.io/<CW>-devices-allocated``) and into the
+#: pod annotation's ``uuid,<CW>,mem,cores`` entries: a key-safe name only.
+_COMMON_WORD = re.compile(r"[A-Za-z0-9]([A-Za-z0-9._-]*[A-Za-z0-9])?")
 
 
 def section(settings: object, vendor: str, known: frozenset[str]) -> Mapping[str, Any]:
@@ -47,11 +51,27 @@ def with_names(defaults: _Config, settings: Mapping[str, Any], keys: Mapping[str
     return replace(defaults, **names)
 
 
+def common_word(where: str, entry: Mapping[str, Any]) -> str:
+    """A chip entry's ``commonWord`` (the vendor word of its devices)."""
+    cw = entry.get("commonWord")
+    if not isinstance(cw, str) or _COMMON_WORD.fullmatch(cw) is None:
+        raise ValueError(
+            f"{where}.commonWord must be a name of letters, digits, '.', '_' or '-': {cw!r}"
+        )
+    return cw
+
+
 def flag(settings: Mapping[str, Any], key: str, default: bool) -> bool:
     """A boolean: YAML's, or a string Go's ``strconv.ParseBool`` reads."""
     value = settings.get(key)
     if value is None:
         return default
+    return go_bool(key, value)
+
+
+def go_bool(key: str, value: object) -> bool:
+    """``value`` as a boolean: YAML's, or a string Go's ``strconv.ParseBool`` reads;
+    ``ValueError`` naming ``key`` otherwise."""
     if isinstance(value, bool):
         return value
     if isinstance(value, str):

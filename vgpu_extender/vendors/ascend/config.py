@@ -9,20 +9,16 @@ at start-up rather than on the first pod.
 
 from __future__ import annotations
 
-import re
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
 from typing import Any
 
 import yaml
 
-from vgpu_extender.vendors import gostrconv
+from vgpu_extender.vendors import hami_config
 from vgpu_extender.vendors.ascend.chips import DEFAULT_CHIPS, ChipConfig, Template
 
 _INT32_MAX = 2**31 - 1
-#: The CW is spliced into annotation keys (``hami.io/<CW>-devices-allocated``) and into
-#: the pod annotation's ``uuid,<CW>,mem,cores`` entries: a key-safe name only.
-_COMMON_WORD = re.compile(r"[A-Za-z0-9]([A-Za-z0-9._-]*[A-Za-z0-9])?")
 _SETTINGS = frozenset({"vnpus", "hami_vnpu_core"})
 
 
@@ -61,14 +57,14 @@ class AscendConfig:
         if raw is not None:
             entries: object = raw
             if isinstance(raw, Mapping):
-                core = _bool("vnpus.hamiVnpuCore", raw.get("hamiVnpuCore", False))
+                core = hami_config.go_bool("vnpus.hamiVnpuCore", raw.get("hamiVnpuCore", False))
                 entries = raw.get("configs")
             if not isinstance(entries, Sequence) or isinstance(entries, str):
                 raise ValueError(f"vnpus.configs must be a list of chip entries: {entries!r}")
             chips = tuple(_chip(f"vnpus[{i}]", entry) for i, entry in enumerate(entries))
             _check_unique(chips)
         if "hami_vnpu_core" in settings:
-            core = _bool("hami_vnpu_core", settings["hami_vnpu_core"])
+            core = hami_config.go_bool("hami_vnpu_core", settings["hami_vnpu_core"])
         return cls(chips=chips, hami_vnpu_core=core)
 
 
@@ -86,11 +82,7 @@ def _yaml(text: str) -> object:
 def _chip(where: str, entry: object) -> ChipConfig:
     if not isinstance(entry, Mapping):
         raise ValueError(f"{where} must be a mapping of chip settings: {entry!r}")
-    cw = entry.get("commonWord")
-    if not isinstance(cw, str) or _COMMON_WORD.fullmatch(cw) is None:
-        raise ValueError(
-            f"{where}.commonWord must be a name of letters, digits, '.', '_' or '-': {cw!r}"
-        )
+    cw = hami_config.common_word(where, entry)
     where = f"{where} ({cw})"
     allocatable = _int(f"{where}.memoryAllocatable", entry.get("memoryAllocatable"), low=1)
     capacity_raw = entry.get("memoryCapacity")
@@ -122,9 +114,11 @@ def _chip(where: str, entry: object) -> ChipConfig:
         templates=tuple(
             _template(f"{where}.templates[{i}]", item) for i, item in enumerate(templates)
         ),
-        super_pod=_bool(f"{where}.superPod", entry.get("superPod", False)),
+        super_pod=hami_config.go_bool(f"{where}.superPod", entry.get("superPod", False)),
         runtime_class_name=_str(f"{where}.runtimeClassName", entry.get("runtimeClassName"), ""),
-        overwrite_env=_bool(f"{where}.overwriteEnv", entry.get("overwriteEnv", False)),
+        overwrite_env=hami_config.go_bool(
+            f"{where}.overwriteEnv", entry.get("overwriteEnv", False)
+        ),
     )
 
 
@@ -151,17 +145,6 @@ def _str(key: str, value: object, default: str | None) -> str:
     if not isinstance(value, str) or (default is None and not value.strip()):
         raise ValueError(f"{key} must be a non-empty string: {value!r}")
     return value.strip()
-
-
-def _bool(key: str, value: object) -> bool:
-    if isinstance(value, bool):
-        return value
-    if isinstance(value, str):
-        try:
-            return gostrconv.parse_bool(value.strip())
-        except ValueError:
-            pass
-    raise ValueError(f"{key} must be true or false: {value!r}")
 
 
 def _check_unique(chips: tuple[ChipConfig, ...]) -> None:

@@ -10,16 +10,12 @@ raises ``ValueError`` naming the entry, the key and the value.
 
 from __future__ import annotations
 
-import re
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
 from typing import Any
 
 from vgpu_extender.vendors import hami_config
 
-#: The CW is spliced into annotation keys (``hami.io/<CW>-devices-allocated``) and the
-#: pod annotation's ``uuid,<CW>,mem,cores`` entries: a key-safe name only.
-_COMMON_WORD = re.compile(r"[A-Za-z0-9]([A-Za-z0-9._-]*[A-Za-z0-9])?")
 #: One memory unit of ``.vMem``, in MiB.
 MEMORY_UNIT_MIB = 256
 
@@ -76,11 +72,7 @@ class IluvatarConfig:
 def _chip(where: str, entry: object) -> IluvatarChip:
     if not isinstance(entry, Mapping):
         raise ValueError(f"{where} must be a mapping of chip settings: {entry!r}")
-    cw = entry.get("commonWord")
-    if not isinstance(cw, str) or _COMMON_WORD.fullmatch(cw) is None:
-        raise ValueError(
-            f"{where}.commonWord must be a name of letters, digits, '.', '_' or '-': {cw!r}"
-        )
+    cw = hami_config.common_word(where, entry)
     default = IluvatarChip.default(cw)
     chip_name = entry.get("chipName", cw)
     if not isinstance(chip_name, str):
