@@ -7,16 +7,17 @@
 ``capacity[vmemory] * 256 * 100 / cards`` MiB (Go's integer division). No vcore
 capacity is no MLU. These ids are what the pod annotations name.
 
-HAMi never writes a node annotation for MLUs. The annotation codec here (HAMi's
-registration JSON, ``hami_register``) serves this project's own tools and tests only.
+HAMi never writes a node annotation for MLUs. The vendor's annotation codec
+(HAMi's registration JSON, the shared vendor base's) serves this project's own tools
+and tests only.
 """
 
 from __future__ import annotations
 
-from collections.abc import Iterable, Mapping
+from collections.abc import Mapping
 
 from vgpu_extender.domain import Device
-from vgpu_extender.vendors import hami_capacity, hami_register
+from vgpu_extender.vendors import hami_capacity
 from vgpu_extender.vendors.cambricon.config import MEMORY_UNIT_MIB, WORD, CambriconConfig
 
 #: Not HAMi's: the key this project's tools may register MLUs under.
@@ -45,11 +46,3 @@ def devices_from_capacity(
         noun="MLU",
     )
     return hami_capacity.devices(node_name, capacity, pool)
-
-
-def decode_inventory(value: str) -> tuple[Device, ...]:
-    return hami_register.decode_devices(value, vendor=WORD, default_type=WORD)
-
-
-def encode_inventory(devices: Iterable[Device]) -> str:
-    return hami_register.encode_devices(devices)

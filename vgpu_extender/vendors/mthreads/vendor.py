@@ -2,7 +2,7 @@
 
 from __future__ import annotations
 
-from collections.abc import Iterable, Mapping
+from collections.abc import Mapping
 from typing import Any
 
 from vgpu_extender.domain import Device, DeviceGrant, PodAssignment, PodRequest
@@ -53,16 +53,6 @@ class MthreadsVendor(HamiVendor):
         self, node_name: str, capacity: Mapping[str, str]
     ) -> tuple[Device, ...]:
         return inventory_codec.devices_from_capacity(node_name, capacity, self._config)
-
-    def decode_inventory(self, value: str) -> tuple[Device, ...]:
-        return inventory_codec.decode_inventory(value)
-
-    def encode_inventory(self, devices: Iterable[Device]) -> str:
-        return inventory_codec.encode_inventory(devices)
-
-    @property
-    def node_keys(self) -> tuple[str, ...]:
-        return ()
 
     def extra_annotations(
         self,
