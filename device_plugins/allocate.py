@@ -50,7 +50,6 @@ class PodAllocator(AllocationFlow):
         super().__init__(gateway, node=node, names=config, vendor=nvidia(config), unit="devices")
         self._state = state
         self._hami = hami
-        self._config = config
         self._builder = builder
 
     def _count_mismatch(self, turn: ContainerTurn) -> str:
