@@ -49,9 +49,10 @@ def none(spec: ContainerSpec, vendor: str) -> ContainerRequest:
 
 
 def share(
-    spec: ContainerSpec, vendor: str, count: int, memory_mib: int, cores: int
+    spec: ContainerSpec, vendor: str, count: int, memory_mib: int, cores: int, *, mode: str = ""
 ) -> ContainerRequest:
-    """``count`` devices of ``memory_mib`` each (0: the whole memory) and ``cores``."""
+    """``count`` devices of ``memory_mib`` each (0: the whole memory) and ``cores``, in
+    the way of sharing ``mode`` (empty: the device's)."""
     return ContainerRequest(
         name=spec.name,
         count=count,
@@ -60,6 +61,7 @@ def share(
         cores=cores,
         init=spec.init,
         vendor=vendor,
+        mode=mode,
     )
 
 
