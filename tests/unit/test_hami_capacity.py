@@ -42,3 +42,19 @@ def test_a_capacity_that_is_not_whole_is_an_inventory_error_naming_it() -> None:
     with pytest.raises(InventoryError, match=r"^node capacity x/core: "):
         hami_capacity.integer({"x/core": "1.5"}, "x/core")
     assert hami_capacity.integer({}, "x/core") == 0
+
+
+def test_whole_cards_are_one_per_unit_of_the_count() -> None:
+    cards = hami_capacity.whole_cards(
+        "n", {"x/gpu": "2"}, "x/gpu", tag="x", memory_mib=1024, cores=100, word="X"
+    )
+    assert cards == tuple(
+        Device(uuid=f"n-x-{i}", index=i, count=1, memory_mib=1024, cores=100, type="X", vendor="X")
+        for i in range(2)
+    )
+    none = hami_capacity.whole_cards("n", {}, "x/gpu", tag="x", memory_mib=1, cores=1, word="X")
+    assert none == ()
+    with pytest.raises(InventoryError, match="x/gpu"):
+        hami_capacity.whole_cards(
+            "n", {"x/gpu": "two"}, "x/gpu", tag="x", memory_mib=1, cores=1, word="X"
+        )

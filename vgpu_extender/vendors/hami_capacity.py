@@ -1,7 +1,8 @@
-"""Devices read from a node's ``status.capacity`` the way HAMi reads vendors whose plugin
-advertises a pool of cores and memory units (Cambricon's vcores, Moore Threads'
-``sgpu-core``): one device per started ``cores_per_device`` cores, each with the pool's
-memory spread by cores (Go's integer division)."""
+"""Devices read from a node's ``status.capacity`` the way HAMi makes them up: whole cards
+from a count (Enflame's GCUs, MetaX's GPUs), or, for vendors whose plugin advertises a
+pool of cores and memory units (Cambricon's vcores, Moore Threads' ``sgpu-core``), one
+device per started ``cores_per_device`` cores, each with the pool's memory spread by
+cores (Go's integer division)."""
 
 from __future__ import annotations
 
@@ -10,6 +11,7 @@ from dataclasses import dataclass
 
 from vgpu_extender.domain import Device, InventoryError, RequestError
 from vgpu_extender.domain.quantity import INT32_MAX, quantity_to_int
+from vgpu_extender.vendors import hami_register
 
 _INT64_MAX = 2**63 - 1
 
@@ -54,6 +56,32 @@ def devices(node_name: str, capacity: Mapping[str, str], pool: CorePool) -> tupl
             vendor=pool.word,
         )
         for i in range(-(-cores // pool.cores_per_device))
+    )
+
+
+def whole_cards(
+    node_name: str,
+    capacity: Mapping[str, str],
+    resource: str,
+    *,
+    tag: str,
+    memory_mib: int,
+    cores: int,
+    word: str,
+) -> tuple[Device, ...]:
+    """One card of one allocation per unit of the ``resource`` count, card ``i`` named
+    ``<node>-<tag>-<i>``; ``InventoryError`` for an unreadable count."""
+    return tuple(
+        Device(
+            uuid=f"{node_name}-{tag}-{i}",
+            index=i,
+            count=1,
+            memory_mib=memory_mib,
+            cores=cores,
+            type=word,
+            vendor=word,
+        )
+        for i in range(hami_register.capacity_count(capacity, resource))
     )
 
 

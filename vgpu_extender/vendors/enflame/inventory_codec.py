@@ -16,7 +16,7 @@ import json
 from collections.abc import Mapping
 
 from vgpu_extender.domain import Device, InventoryError
-from vgpu_extender.vendors import hami_register
+from vgpu_extender.vendors import hami_capacity
 from vgpu_extender.vendors.enflame import profiles
 from vgpu_extender.vendors.enflame.request import DRS_WORD, GCU_WORD
 
@@ -32,17 +32,8 @@ _INT32_MAX = 2**31 - 1
 def gcus_from_capacity(
     node_name: str, capacity: Mapping[str, str], resource: str = "enflame.com/gcu"
 ) -> tuple[Device, ...]:
-    return tuple(
-        Device(
-            uuid=f"{node_name}-GCU-{i}",
-            index=i,
-            count=1,
-            memory_mib=GCU_MEMORY,
-            cores=CORES,
-            type=GCU_WORD,
-            vendor=GCU_WORD,
-        )
-        for i in range(hami_register.capacity_count(capacity, resource))
+    return hami_capacity.whole_cards(
+        node_name, capacity, resource, tag="GCU", memory_mib=GCU_MEMORY, cores=CORES, word=GCU_WORD
     )
 
 

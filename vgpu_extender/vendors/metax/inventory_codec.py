@@ -18,7 +18,7 @@ from typing import Any
 
 from vgpu_extender.domain import Device, InventoryError
 from vgpu_extender.domain.device import CustomInfo
-from vgpu_extender.vendors import hami_register
+from vgpu_extender.vendors import hami_capacity, hami_register
 from vgpu_extender.vendors.hami_devices import go_json_string
 from vgpu_extender.vendors.metax.request import GPU_WORD, SGPU_WORD
 
@@ -37,17 +37,14 @@ def devices_from_capacity(
     node_name: str, capacity: Mapping[str, str], resource: str = "metax-tech.com/gpu"
 ) -> tuple[Device, ...]:
     """The node's whole MetaX cards, as HAMi makes them up from its capacity."""
-    return tuple(
-        Device(
-            uuid=f"{node_name}-metax-{i}",
-            index=i,
-            count=1,
-            memory_mib=GPU_MEMORY_MIB,
-            cores=GPU_CORES,
-            type=GPU_WORD,
-            vendor=GPU_WORD,
-        )
-        for i in range(hami_register.capacity_count(capacity, resource))
+    return hami_capacity.whole_cards(
+        node_name,
+        capacity,
+        resource,
+        tag="metax",
+        memory_mib=GPU_MEMORY_MIB,
+        cores=GPU_CORES,
+        word=GPU_WORD,
     )
 
 
