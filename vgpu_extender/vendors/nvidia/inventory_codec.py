@@ -14,13 +14,14 @@ silently reads a bad number as 0, which would make a device look empty or full.
 from __future__ import annotations
 
 from collections.abc import Iterable, Mapping
+from dataclasses import replace
 from typing import TYPE_CHECKING, Any
 
 from vgpu_extender.domain import Device, InventoryError
 from vgpu_extender.domain.device import DEFAULT_MODE
 from vgpu_extender.vendors import gostrconv
 from vgpu_extender.vendors.hami_devices import go_json_string
-from vgpu_extender.vendors.hami_register import check_unique, check_uuid
+from vgpu_extender.vendors.hami_register import check_encodable, check_unique, check_uuid
 
 if TYPE_CHECKING:
     from vgpu_extender.vendors.nvidia.inventory_wire import WireDevice
@@ -267,22 +268,6 @@ def _legacy_int(
     return value
 
 
-# -- shared ----------------------------------------------------------------------------
-
-
 def _check_encodable(position: int, device: Device) -> None:
-    check_uuid(position, device.uuid)
-    where = f"device #{position} ({device.uuid})"
-    for name, value, bounds in (
-        ("index", device.index, _UINT),
-        ("count", device.count, _NON_NEGATIVE_INT32),
-        ("memory_mib", device.memory_mib, _NON_NEGATIVE_INT32),
-        ("cores", device.cores, _NON_NEGATIVE_INT32),
-        ("numa", device.numa, _INT64),
-    ):
-        if isinstance(value, bool) or not isinstance(value, int):
-            raise InventoryError(f"{where}: {name} must be an integer, got {value!r}")
-        if not bounds[0] <= value <= bounds[1]:
-            raise InventoryError(
-                f"{where}: {name} must be in {bounds[0]}..{bounds[1]}, got {value}"
-            )
+    # HAMi's check for every vendor; NVIDIA's JSON has no custom info, so none is checked.
+    check_encodable(position, replace(device, custom_info=()) if device.custom_info else device)
