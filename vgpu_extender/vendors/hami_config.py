@@ -8,6 +8,7 @@ from __future__ import annotations
 import re
 from collections.abc import Mapping
 from dataclasses import replace
+from types import MappingProxyType
 from typing import TYPE_CHECKING, Any, TypeVar
 
 from vgpu_extender.vendors import gostrconv
@@ -19,6 +20,16 @@ _Config = TypeVar("_Config", bound="DataclassInstance")
 #: A CW is spliced into annotation keys (``hami.io/<CW>-devices-allocated``) and into the
 #: pod annotation's ``uuid,<CW>,mem,cores`` entries: a key-safe name only.
 _COMMON_WORD = re.compile(r"[A-Za-z0-9]([A-Za-z0-9._-]*[A-Za-z0-9])?")
+
+
+#: The three resources most vendors' sections rename (field: HAMi key).
+COUNT_MEMORY_CORES = MappingProxyType(
+    {
+        "count_resource": "resourceCountName",
+        "memory_resource": "resourceMemoryName",
+        "cores_resource": "resourceCoreName",
+    }
+)
 
 
 def section(settings: object, vendor: str, known: frozenset[str]) -> Mapping[str, Any]:

@@ -8,12 +8,7 @@ from typing import Any
 
 from vgpu_extender.vendors import hami_config
 
-#: Each resource field and the HAMi key that renames it.
-_NAMES = {
-    "count_resource": "resourceCountName",
-    "memory_resource": "resourceMemoryName",
-    "cores_resource": "resourceCoreName",
-}
+_NAMES = hami_config.COUNT_MEMORY_CORES
 _KEYS = frozenset(_NAMES.values())
 
 

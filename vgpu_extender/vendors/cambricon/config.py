@@ -18,12 +18,7 @@ from vgpu_extender.vendors import hami_config
 WORD = "MLU"
 #: One memory unit of ``…smlu.vmemory``, in MiB (HAMi's ``MemoryFactor``).
 MEMORY_UNIT_MIB = 256
-#: Each resource field and the HAMi key that renames it.
-_NAMES = {
-    "count_resource": "resourceCountName",
-    "memory_resource": "resourceMemoryName",
-    "cores_resource": "resourceCoreName",
-}
+_NAMES = hami_config.COUNT_MEMORY_CORES
 _KEYS = frozenset(_NAMES.values())
 
 

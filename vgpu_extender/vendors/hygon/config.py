@@ -13,12 +13,7 @@ from vgpu_extender.vendors import hami_config
 #: HAMi's CommonWord: the request type, the pod annotation type and a substring of
 #: every registered DCU type (``DCU-K100_AI``).
 WORD = "DCU"
-#: Each resource field and the HAMi key that renames it.
-_NAMES = {
-    "count_resource": "resourceCountName",
-    "memory_resource": "resourceMemoryName",
-    "cores_resource": "resourceCoreName",
-}
+_NAMES = hami_config.COUNT_MEMORY_CORES
 _KEYS = frozenset({*_NAMES.values(), "memoryFactor"})
 _INT32_MAX = 2**31 - 1
 

@@ -17,12 +17,7 @@ MEMORY_UNIT_MIB = 512
 #: ``sgpu-core`` units of one GPU, and ``sgpu-memory`` units the webhook gives a whole one.
 CORES_PER_GPU = 16
 MEMORY_UNITS_PER_GPU = 96
-#: Each resource field and the HAMi key that renames it.
-_NAMES = {
-    "count_resource": "resourceCountName",
-    "memory_resource": "resourceMemoryName",
-    "cores_resource": "resourceCoreName",
-}
+_NAMES = hami_config.COUNT_MEMORY_CORES
 _KEYS = frozenset(_NAMES.values())
 
 
