@@ -12,20 +12,20 @@ from __future__ import annotations
 
 from collections.abc import Sequence
 
-from vgpu_extender.domain import AnnotationError, DeviceGrant, PodAssignment, PodRequest
-from vgpu_extender.vendors import hami_devices
+from vgpu_extender.domain import DeviceGrant, PodAssignment, PodRequest
+from vgpu_extender.vendors import hami_devices, hami_vendor
 from vgpu_extender.vendors.ascend.chips import ChipConfig
+from vgpu_extender.vendors.hami_vendor import (
+    BIND_PHASE_ALLOCATING,
+    BIND_PHASE_ANNOTATION,
+    BIND_TIME_ANNOTATION,
+    NODE_ANNOTATION,
+)
 
 #: The pod annotation that asks for soft split (HAMi-core), and its one accepted value.
 VNPU_MODE_ANNOTATION = "huawei.com/vnpu-mode"
 HAMI_CORE = "hami-core"
-#: HAMi's global keys, spelled as the NVIDIA vendor writes them.
-NODE_ANNOTATION = "hami.io/vgpu-node"
-BIND_PHASE_ANNOTATION = "hami.io/bind-phase"
-BIND_TIME_ANNOTATION = "hami.io/bind-time"
 PREDICATE_TIME_ANNOTATION = "predicate-time"
-#: The phase the device plugin waits for before it serves the pod's Allocate.
-BIND_PHASE_ALLOCATING = "allocating"
 
 
 def to_allocate_annotation(chip: ChipConfig) -> str:
@@ -44,10 +44,7 @@ def chip_containers(
     assignment: PodAssignment, chip: ChipConfig
 ) -> tuple[tuple[DeviceGrant, ...], ...]:
     """The assignment's grants of this chip only, per container (every position kept)."""
-    word = chip.common_word
-    return tuple(
-        tuple(grant for grant in grants if grant.vendor == word) for grants in assignment.containers
-    )
+    return hami_vendor.chip_containers(assignment, chip.common_word)
 
 
 def encode_assignment(assignment: PodAssignment, chip: ChipConfig) -> str:
@@ -106,12 +103,7 @@ def bind_annotations(
     this chip (HAMi pads such a pod on a node carrying the chip with ``";"`` and
     ``null``; nothing is written here instead). Without ``request`` the pod reads as
     hard split, HAMi's default."""
-    if not assignment.node:
-        raise AnnotationError("assignment has no node", value=assignment.node)
-    if isinstance(bind_time, bool) or not isinstance(bind_time, int) or bind_time < 0:
-        raise AnnotationError(
-            "bind_time must be Unix seconds (a non-negative integer)", value=bind_time
-        )
+    hami_vendor.check_bind(assignment, bind_time)
     containers = chip_containers(assignment, chip)
     if not any(containers):
         return {}
@@ -126,3 +118,23 @@ def bind_annotations(
         BIND_PHASE_ANNOTATION: BIND_PHASE_ALLOCATING,
         BIND_TIME_ANNOTATION: str(bind_time),
     }
+
+
+__all__ = [
+    "BIND_PHASE_ALLOCATING",
+    "BIND_PHASE_ANNOTATION",
+    "BIND_TIME_ANNOTATION",
+    "HAMI_CORE",
+    "NODE_ANNOTATION",
+    "PREDICATE_TIME_ANNOTATION",
+    "VNPU_MODE_ANNOTATION",
+    "allocated_annotation",
+    "bind_annotations",
+    "chip_containers",
+    "decode_assignment",
+    "encode_assignment",
+    "is_hami_core",
+    "runtime_annotation",
+    "runtime_info",
+    "to_allocate_annotation",
+]
