@@ -50,7 +50,8 @@ def encode_inventory(devices: Iterable[Device]) -> str:
     numa, mode, health), zero values omitted, compact separators."""
     encoded: list[str] = []
     for position, device in enumerate(devices):
-        _check_encodable(position, device)
+        # NVIDIA's JSON has no custom info, so HAMi's shared check leaves it out too.
+        check_encodable(position, replace(device, custom_info=()) if device.custom_info else device)
         parts = ['{"id":', go_json_string(device.uuid)]
         if device.index:
             parts.append(f',"index":{device.index}')
@@ -266,8 +267,3 @@ def _legacy_int(
             f"{where}: field {name!r} must be in {bounds[0]}..{bounds[1]}, got {value}"
         )
     return value
-
-
-def _check_encodable(position: int, device: Device) -> None:
-    # HAMi's check for every vendor; NVIDIA's JSON has no custom info, so none is checked.
-    check_encodable(position, replace(device, custom_info=()) if device.custom_info else device)
