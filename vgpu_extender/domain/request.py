@@ -2,7 +2,7 @@
 
 from __future__ import annotations
 
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from typing import Any, ClassVar
 
 
@@ -124,17 +124,25 @@ class PodRequest:
     priority: int = 0
     cpu_milli: int = 0
     host_memory_mib: int = 0
+    #: ``device_containers``, made once: every verb reads it several times.
+    _device_asks: tuple[ContainerRequest, ...] = field(
+        init=False, repr=False, compare=False, hash=False, default=()
+    )
+
+    def __post_init__(self) -> None:
+        asks = tuple(ask for c in self.containers for ask in c.asks if ask.count > 0)
+        object.__setattr__(self, "_device_asks", asks)
 
     @property
     def managed(self) -> bool:
         """True when the pod asks for at least one managed device."""
-        return any(ask.count > 0 for c in self.containers for ask in c.asks)
+        return bool(self._device_asks)
 
     @property
     def device_containers(self) -> tuple[ContainerRequest, ...]:
         """Every ask for devices, container by container (a container asking two vendors
         gives two)."""
-        return tuple(ask for c in self.containers for ask in c.asks if ask.count > 0)
+        return self._device_asks
 
     @property
     def vendors(self) -> tuple[str, ...]:
