@@ -109,6 +109,7 @@ def test_one_node_lists_its_gpus_with_their_pods(busy: RunningExtender) -> None:
         "memory_mib": 20000,
         "cores": 50,
         "containers": [0],
+        "label": "",  # NVIDIA has no name for a share
     }
     assert busy.client.get("/api/v1/nodes", params={"devices": "true"}).json()[0] == node
 

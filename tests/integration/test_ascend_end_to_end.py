@@ -241,6 +241,9 @@ def test_a_mixed_cluster_places_every_kind_of_pod_where_it_belongs(
         assert {d["vendor"] for d in split_devices} == {"Ascend910B3"}
         assert sum(d["memory_used_mib"] for d in split_devices) == 16384 + 4 * 65536
         assert {d["vendor"] for d in by_name["mixed"]["devices"]} == {"NVIDIA", "Ascend310P"}
+        # Each share is named as the vendor names it: the template vNPU, a whole card none.
+        labels = {(p["name"], p["label"]) for d in split_devices for p in d["pods"]}
+        assert labels == {("vnpu", "vir05_1c_16g"), ("ring", "")}
 
         # Nothing is over-allocated in any dimension.
         cols = running.runtime.cluster.index.cols

@@ -81,6 +81,9 @@ class WidgetVendor:
     assignment_annotation = PREFIX + "devices"
     handshake: NodeHandshake | None = None
 
+    def share_label(self, device: Device, memory_mib: int) -> str:
+        return ""
+
     def parse_pod(self, pod: Mapping[str, Any]) -> PodRequest:
         meta, spec = pod.get("metadata") or {}, pod.get("spec") or {}
         containers: list[ContainerRequest] = []

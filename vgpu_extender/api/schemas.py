@@ -37,6 +37,9 @@ class PodShareOut(_Out):
     memory_mib: int
     cores: int
     containers: list[int] = Field(description="Indices of the pod's containers on this GPU.")
+    label: str = Field(
+        default="", description="The vendor's name for the share (an Ascend vNPU template)."
+    )
 
 
 class DeviceOut(_Out):

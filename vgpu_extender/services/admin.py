@@ -13,7 +13,7 @@ GPUs are left out, since nothing can be placed there anyway.
 
 from __future__ import annotations
 
-from collections.abc import Iterable, Mapping
+from collections.abc import Callable, Iterable, Mapping
 from dataclasses import dataclass
 from datetime import datetime
 
@@ -35,6 +35,8 @@ class PodShare:
     memory_mib: int
     cores: int
     containers: tuple[int, ...]
+    #: The vendor's name for the share (Ascend's vNPU template), or "".
+    label: str = ""
 
 
 @dataclass(frozen=True, slots=True)
@@ -181,9 +183,15 @@ def _ratio(part: int, whole: int) -> float:
 
 # --------------------------------------------------------------------------- building
 def build_reports(
-    inventories: Iterable[NodeInventory], pods: Mapping[str, store.StoredPod]
+    inventories: Iterable[NodeInventory],
+    pods: Mapping[str, store.StoredPod],
+    *,
+    label: Callable[[Device, int], str] | None = None,
 ) -> list[NodeReport]:
-    """Reports for ``inventories``, with usage summed from the pods' allocations."""
+    """Reports for ``inventories``, with usage summed from the pods' allocations;
+    ``label`` names a share of a device (its vendor's word for it)."""
+    inventories = list(inventories)
+    devices = {d.uuid: d for inv in inventories for d in inv.devices} if label else {}
     shares: dict[str, list[PodShare]] = {}
     for uid, (assignment, meta) in pods.items():
         positions: dict[str, list[int]] = {}
@@ -200,6 +208,7 @@ def build_reports(
                     memory_mib=use.memory_mib,
                     cores=use.cores,
                     containers=tuple(positions.get(uuid, ())),
+                    label=_label(label, devices.get(uuid), use.memory_mib),
                 )
             )
     return [
@@ -211,6 +220,10 @@ def build_reports(
         )
         for inv in sorted(inventories, key=lambda i: i.name)
     ]
+
+
+def _label(label: Callable[[Device, int], str] | None, device: Device | None, memory: int) -> str:
+    return label(device, memory) if label is not None and device is not None else ""
 
 
 def _device(device: Device, inventory: NodeInventory, pods: list[PodShare]) -> DeviceReport:
@@ -289,7 +302,7 @@ def live_reports(
     if node is not None and not inventories:
         return [], {}
     pods = stored_pods(sessions, node)
-    return build_reports(inventories, pods), pods
+    return build_reports(inventories, pods, label=cluster.vendors.share_label), pods
 
 
 def stored_reports(

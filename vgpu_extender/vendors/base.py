@@ -160,6 +160,11 @@ class Vendor(Protocol):
         """The pod's request; raises ``RequestError`` on bad input."""
         ...
 
+    def share_label(self, device: Device, memory_mib: int) -> str:
+        """What the vendor calls a share of ``memory_mib`` on ``device`` (Ascend: its vNPU
+        template, such as ``vir05_1c_16g``); empty when it has no name for it."""
+        ...
+
     def admit(
         self, container: Mapping[str, Any], pod: Mapping[str, Any]
     ) -> ContainerAdmission | None:

@@ -159,6 +159,9 @@ class HamiVendor:
     def handshake(self) -> NodeHandshake | None:
         return None
 
+    def share_label(self, device: Device, memory_mib: int) -> str:
+        return ""
+
     def parse_pod(self, pod: Mapping[str, Any]) -> PodRequest:
         raise NotImplementedError
 

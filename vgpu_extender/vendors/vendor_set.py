@@ -72,6 +72,11 @@ class VendorSet:
     def names(self) -> tuple[str, ...]:
         return tuple(self._by_name)
 
+    def share_label(self, device: Device, memory_mib: int) -> str:
+        """The name the device's own vendor gives a share of it ("" when none)."""
+        vendor = self._by_name.get(device.vendor)
+        return vendor.share_label(device, memory_mib) if vendor is not None else ""
+
     def get(self, name: str) -> Vendor | None:
         """The member whose word is ``name`` (a device's ``vendor``), if any."""
         return self._by_name.get(name)

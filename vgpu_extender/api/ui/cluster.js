@@ -35,7 +35,9 @@ function deviceState(device) {
 
 function renderDevice(device, actions) {
   const state = deviceState(device);
-  const kind = device.vendor ? `${device.vendor} ${device.type}` : device.type;
+  // The vendor, unless the type already names it (NVIDIA-A100-..., Ascend910B3).
+  const named = !device.vendor || device.type.toLowerCase().includes(device.vendor.toLowerCase());
+  const kind = named ? device.type : `${device.vendor} ${device.type}`;
   let button = null;
   if (actions.canChange) {
     const verb = device.cordoned ? "uncordon" : "cordon";

@@ -87,6 +87,13 @@ class AscendChipVendor:
     def assignment_annotation(self) -> str:
         return allocation_codec.allocated_annotation(self._chip)
 
+    def share_label(self, device: Device, memory_mib: int) -> str:
+        # A template vNPU of a hard-split card; a whole card or a soft-split share has none.
+        if device.mode != inventory_codec.MODE_VNPU or memory_mib <= 0:
+            return ""
+        memory, name = self._chip.trim_memory(memory_mib)
+        return name if memory == memory_mib else ""
+
     def parse_pod(self, pod: Mapping[str, Any]) -> PodRequest:
         return request.parse_pod(pod, self._chip, self._config)
 

@@ -81,6 +81,9 @@ class NvidiaVendor:
     def handshake(self) -> NodeHandshake | None:
         return None  # HAMi's NVIDIA plugin registers without one
 
+    def share_label(self, device: Device, memory_mib: int) -> str:
+        return ""
+
     def parse_pod(self, pod: Mapping[str, Any]) -> PodRequest:
         return request.parse_pod(pod, self._config)
 
