@@ -18,7 +18,8 @@ from device_plugins.ascend.runtime import (
     CorePaths,
     RuntimeInfoError,
     container_answer,
-    parse_runtime_info,
+    parse_runtime_entries,
+    runtime_for,
 )
 from device_plugins.device_state import DeviceState
 from device_plugins.errors import AllocationError
@@ -95,7 +96,7 @@ class AscendAllocator(AllocationFlow):
                 f"pod {pod.key} has no annotation {key}", code=AllocationError.INVALID
             )
         try:
-            runtime = parse_runtime_info(value)
+            runtime = runtime_for(turn.grants, parse_runtime_entries(value))
         except RuntimeInfoError as exc:
             raise AllocationError(
                 f"pod {pod.key}: annotation {key}={value[:200]!r} is malformed: {exc}",

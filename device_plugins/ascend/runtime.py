@@ -67,6 +67,26 @@ class CorePaths:
 
 def parse_runtime_info(value: str) -> dict[str, RuntimeEntry]:
     """Entries by UUID (the first of a UUID listed twice); keys matched as Go does, any case."""
+    return {uuid: entries[0] for uuid, entries in parse_runtime_entries(value).items()}
+
+
+def runtime_for(
+    grants: Sequence[DeviceGrant], entries: Mapping[str, Sequence[RuntimeEntry]]
+) -> dict[str, RuntimeEntry]:
+    """The entry of each of one container's grants. Two containers of a pod on one NPU
+    list it twice, one entry each in container order: a grant takes the entry of its own
+    memory, else the first."""
+    chosen: dict[str, RuntimeEntry] = {}
+    for grant in grants:
+        listed = entries.get(grant.uuid, ())
+        own = [entry for entry in listed if entry.memory == grant.memory_mib]
+        if own or listed:
+            chosen[grant.uuid] = (own or list(listed))[0]
+    return chosen
+
+
+def parse_runtime_entries(value: str) -> dict[str, list[RuntimeEntry]]:
+    """Every entry by UUID, in the list's order; keys matched as Go does, any case."""
     try:
         items = json.loads(value)
     except ValueError as exc:
@@ -75,7 +95,7 @@ def parse_runtime_info(value: str) -> dict[str, RuntimeEntry]:
         return {}
     if not isinstance(items, list):
         raise RuntimeInfoError("not a JSON list")
-    entries: dict[str, RuntimeEntry] = {}
+    entries: dict[str, list[RuntimeEntry]] = {}
     for position, item in enumerate(items):
         if not isinstance(item, dict):
             raise RuntimeInfoError(f"entry #{position} is not an object")
@@ -86,13 +106,12 @@ def parse_runtime_info(value: str) -> dict[str, RuntimeEntry]:
         temp = fields.get("temp")
         if temp is not None and not isinstance(temp, str):
             raise RuntimeInfoError(f"entry #{position}: temp {temp!r} is not a string")
-        entries.setdefault(
-            uuid,
+        entries.setdefault(uuid, []).append(
             RuntimeEntry(
                 temp=temp or None,
                 memory=_number(position, "memory", fields.get("memory")),
                 core=_number(position, "core", fields.get("core")),
-            ),
+            )
         )
     return entries
 

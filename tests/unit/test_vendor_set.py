@@ -189,3 +189,44 @@ def test_a_vendor_read_from_node_capacity_gets_its_devices_through_the_inventory
     ]
     # A node without the capacity has no inventory of this vendor.
     assert node_inventory(NodeView(name="n"), vendors, previous=None, split_count=10) is None
+
+
+def test_a_bad_annotation_of_a_vendor_the_pod_does_not_ask_for_refuses_nothing() -> None:
+    """An NPU-only pod carrying a malformed NVIDIA annotation is read for its NPUs; a pod
+    asking for GPUs with it is refused, naming the annotation."""
+    from vgpu_extender.vendors import create_vendor_set
+
+    vendors = create_vendor_set("ascend,nvidia")
+    limits = {"huawei.com/Ascend910B3": "1"}
+    pod = {
+        "metadata": {"uid": "u", "annotations": {"nvidia.com/numa-bind": "maybe"}},
+        "spec": {"containers": [{"name": "m", "resources": {"limits": limits}}]},
+    }
+    assert vendors.parse_pod(pod).vendors == ("Ascend910B3",)
+    limits["nvidia.com/gpu"] = "1"
+    with pytest.raises(RequestError, match="numa-bind"):
+        vendors.parse_pod(pod)
+
+
+def test_numa_binding_survives_the_merge_whichever_vendor_is_first() -> None:
+    from vgpu_extender.vendors import create_vendor_set
+
+    vendors = create_vendor_set("ascend,nvidia")
+    limits = {"huawei.com/Ascend910B3": "1", "nvidia.com/gpu": "2"}
+    pod = {
+        "metadata": {"uid": "u", "annotations": {"nvidia.com/numa-bind": "true"}},
+        "spec": {"containers": [{"name": "m", "resources": {"limits": limits}}]},
+    }
+    assert vendors.parse_pod(pod).numa_bind
+
+
+def test_a_node_capacity_of_millions_of_devices_is_refused_before_any_is_made() -> None:
+    from vgpu_extender.vendors import create_vendor_set
+
+    vendors = create_vendor_set("nvidia,metax")
+    with pytest.raises(InventoryError, match="more than the 256 one node may have"):
+        vendors.decode_node({}, capacity={"metax-tech.com/gpu": "2147483647"}, name="n")
+    cambricon = create_vendor_set("nvidia,cambricon")
+    huge = {"cambricon.com/mlu.smlu.vcore": str(10**12), "cambricon.com/mlu.smlu.vmemory": "1"}
+    with pytest.raises(InventoryError, match="more than the 256"):
+        cambricon.decode_node({}, capacity=huge, name="n")

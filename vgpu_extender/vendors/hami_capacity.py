@@ -45,6 +45,9 @@ def devices(node_name: str, capacity: Mapping[str, str], pool: CorePool) -> tupl
             f"{pool.memory_resource} capacity {units} gives {memory} MiB per {pool.noun}, "
             "over int32"
         )
+    cards = hami_register.check_device_count(
+        -(-cores // pool.cores_per_device), pool.cores_resource
+    )
     return tuple(
         Device(
             uuid=pool.device_id(node_name, i),
@@ -55,7 +58,7 @@ def devices(node_name: str, capacity: Mapping[str, str], pool: CorePool) -> tupl
             type=pool.word,
             vendor=pool.word,
         )
-        for i in range(-(-cores // pool.cores_per_device))
+        for i in range(cards)
     )
 
 

@@ -108,15 +108,34 @@ def encode_devices(devices: Iterable[Device]) -> str:
     return "[" + ",".join(encoded) + "]"
 
 
+#: The most devices one node's capacity may list: a count past it is refused before a
+#: device is made (a hostile or broken Node object would otherwise cost hours and the
+#: memory of millions of devices).
+MOST_DEVICES_PER_NODE = 256
+
+
 def capacity_count(capacity: Mapping[str, str], resource: str) -> int:
-    """A device count from node capacity; absent is 0, unreadable an ``InventoryError``."""
+    """A device count from node capacity; absent is 0, unreadable or over
+    ``MOST_DEVICES_PER_NODE`` an ``InventoryError``."""
     raw = capacity.get(resource)
     if raw is None:
         return 0
     try:
-        return quantity_to_int(raw, field=resource)
+        count = quantity_to_int(raw, field=resource)
     except RequestError as exc:
         raise InventoryError(f"node capacity {resource}: {exc}") from None
+    return check_device_count(count, resource)
+
+
+def check_device_count(count: int, resource: str) -> int:
+    """``count`` devices, or an ``InventoryError`` naming ``resource`` when it is more
+    than one node can have."""
+    if count > MOST_DEVICES_PER_NODE:
+        raise InventoryError(
+            f"node capacity {resource}: {count} devices, more than the "
+            f"{MOST_DEVICES_PER_NODE} one node may have"
+        )
+    return count
 
 
 def check_unique(devices: Iterable[Device]) -> None:

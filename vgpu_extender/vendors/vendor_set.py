@@ -116,7 +116,21 @@ class VendorSet:
         """The pod's request of every member; raises ``RequestError`` on bad input."""
         if len(self._members) == 1:
             return self._members[0].parse_pod(pod)
-        parsed = [(vendor, vendor.parse_pod(pod)) for vendor in self._members]
+        parsed: list[tuple[Vendor, PodRequest]] = []
+        refused: RequestError | None = None
+        for vendor in self._members:
+            try:
+                parsed.append((vendor, vendor.parse_pod(pod)))
+            except RequestError as exc:
+                # A vendor's own annotations may be bad on a pod that asks nothing of it
+                # (a NUMA flag on an NPU pod): the pod is refused only by the vendors it
+                # asks for.
+                if _mentions(pod, vendor.resource_names):
+                    raise
+                refused = refused or exc
+        if not parsed:
+            assert refused is not None
+            raise refused
         asked = [(vendor, request) for vendor, request in parsed if request.managed]
         if not asked:
             return parsed[0][1]
@@ -254,7 +268,28 @@ def _merged(requests: Sequence[PodRequest]) -> PodRequest:
             value=vendors,
         )
     selector = constraining[0] if constraining else first.selector
-    return replace(first, containers=tuple(containers), selector=selector)
+    numa_bind = any(r.numa_bind for r in requests)
+    return replace(first, containers=tuple(containers), selector=selector, numa_bind=numa_bind)
+
+
+def _mentions(pod: Mapping[str, Any], names: frozenset[str]) -> bool:
+    """Whether a container of ``pod`` names one of ``names`` in its limits or requests."""
+    spec = pod.get("spec") if isinstance(pod, Mapping) else None
+    if not isinstance(spec, Mapping):
+        return False
+    for kind in ("initContainers", "containers"):
+        containers = spec.get(kind)
+        if not isinstance(containers, list):
+            continue
+        for container in containers:
+            resources = container.get("resources") if isinstance(container, Mapping) else None
+            if not isinstance(resources, Mapping):
+                continue
+            for part in ("limits", "requests"):
+                given = resources.get(part)
+                if isinstance(given, Mapping) and any(name in given for name in names):
+                    return True
+    return False
 
 
 def _only(assignment: PodAssignment, word: str) -> PodAssignment | None:

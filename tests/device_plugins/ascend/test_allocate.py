@@ -174,3 +174,21 @@ def test_the_runtime_list_as_the_plugin_reads_it() -> None:
     for bad in ("[{}]", '[{"UUID":"a","memory":-1}]', '[{"UUID":"a","temp":3}]', "[1]", "{"):
         with pytest.raises(RuntimeInfoError):
             parse_runtime_info(bad)
+
+
+def test_two_containers_on_one_npu_each_get_their_own_template(
+    flavour_and_allocator: tuple[AscendFlavour, AscendAllocator], kube_api: FakeApiServer
+) -> None:
+    """The runtime list names the NPU once per container, in container order: each
+    container's vNPU is the template of its own share, not the NPU's first entry."""
+    flavour, allocator = flavour_and_allocator
+    bound_pod(
+        kube_api,
+        flavour,
+        "two",
+        [[DeviceGrant(uuid(2), 16384, 0)], [DeviceGrant(uuid(2), 32768, 0)]],
+    )
+    first = allocator.allocate([f"{uuid(2)}-0"])
+    second = allocator.allocate([f"{uuid(2)}-1"])
+    assert first.envs["ASCEND_VNPU_SPECS"] == "vir05_1c_16g"
+    assert second.envs["ASCEND_VNPU_SPECS"] == "vir10_3c_32g"
