@@ -41,8 +41,10 @@ class _Meta(msgspec.Struct, rename={"resource_version": "resourceVersion"}, gc=F
 
 
 class _Status(msgspec.Struct, gc=False):
-    capacity: dict[str, str] | None = None
-    allocatable: dict[str, str] | None = None
+    # Quantities are strings from an API server; anything else is read as its text,
+    # so one odd Node never fails a whole request.
+    capacity: dict[str, Any] | None = None
+    allocatable: dict[str, Any] | None = None
 
 
 class _NodeHead(msgspec.Struct, gc=False):
@@ -176,9 +178,13 @@ def _load_view(item: Raw, position: int, what: str) -> NodeView:
         labels=meta.labels or {},
         annotations=meta.annotations or {},
         resource_version=meta.resource_version,
-        allocatable=status.allocatable if status is not None else None,
-        capacity=status.capacity if status is not None else None,
+        allocatable=_quantities(status.allocatable if status is not None else None),
+        capacity=_quantities(status.capacity if status is not None else None),
     )
+
+
+def _quantities(values: dict[str, Any] | None) -> dict[str, str] | None:
+    return None if values is None else {key: str(value) for key, value in values.items()}
 
 
 def _names(raw: Raw | None, what: str) -> tuple[bytes, tuple[str, ...]] | None:

@@ -182,11 +182,6 @@ class ShareModels:
                 return model
         return self.default
 
-    @property
-    def single(self) -> bool:
-        """Whether every vendor shares its devices by the one (default) model."""
-        return all(model is self.default for _, model in self.by_vendor)
-
     @classmethod
     def one(cls, model: ShareModel) -> ShareModels:
         return cls(default=model)

@@ -150,11 +150,6 @@ class ClusterIndex:
     def types(self) -> tuple[str, ...]:
         return tuple(self._types)
 
-    @property
-    def kinds(self) -> tuple[tuple[str, str], ...]:
-        """Every (vendor, mode) pair of a device ever registered, by kind id."""
-        return tuple(self._kinds)
-
     def ask_mask(self, vendor: str, mode: str = "") -> np.ndarray | None:
         """Devices of ``vendor`` (any, when empty) in ``mode`` (any, when empty), or None
         when every device the index holds qualifies (a process of one vendor: no mask to
