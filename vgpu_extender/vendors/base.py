@@ -37,15 +37,18 @@ class AdmissionNames:
 class ContainerAdmission:
     """What a vendor's admission (HAMi's ``MutateAdmission``) changes in one container:
     the limits and requests to set (added or replaced), environment variables to add
-    (one already there by name is kept), and the pod's ``runtimeClassName`` to set when
-    the pod has none ("" sets nothing). ``uses``: whether the container asks for this
-    vendor (HAMi's ``found``)."""
+    (one already there by name is kept), the pod's ``runtimeClassName`` to set when
+    the pod has none ("" sets nothing), and pod annotations to add (one the pod already
+    has is kept; of two containers naming one key, the later wins, as HAMi's webhook
+    walks them). ``uses``: whether the container asks for this vendor (HAMi's
+    ``found``)."""
 
     limits: Mapping[str, str] = field(default_factory=dict)
     requests: Mapping[str, str] = field(default_factory=dict)
     env: tuple[tuple[str, str], ...] = ()
     runtime_class_name: str = ""
     uses: bool = False
+    pod_annotations: Mapping[str, str] = field(default_factory=dict)
 
 
 @dataclass(frozen=True, slots=True)
