@@ -21,8 +21,9 @@ For a pod that asks for a managed resource (in any container, init containers to
 - apply each vendor's own admission (``Vendor.admit``, HAMi's ``MutateAdmission``),
   container by container: Ascend rounds memory to a template in limits and requests,
   pairs 910C NPUs, sets the runtime class, and refuses what HAMi refuses, with HAMi's
-  message as the whole refusal (clients match it). The pod is read for the size check
-  as the admission leaves it.
+  message as the whole refusal (clients match it). A vendor may add pod annotations
+  (MetaX sGPU's default QoS policy, Moore Threads' GPU count): one the pod already has
+  is kept. The pod is read for the size check as the admission leaves it.
 
 Pods that ask for no managed resource get only what a vendor adds to every container
 (Ascend's ``ASCEND_VISIBLE_DEVICES=""`` of an ``overwriteEnv`` chip, so a pod that asks
@@ -189,6 +190,7 @@ def decide(
     )
     if runtime_class and not spec.get("runtimeClassName"):
         patch.append({"op": "add", "path": "/spec/runtimeClassName", "value": runtime_class})
+    patch.extend(_annotation_ops(pod, _pod_annotations(admissions)))
     return Decision(True, "", tuple(patch))
 
 
@@ -314,11 +316,19 @@ def _admitted_pod(
     containers: Sequence[tuple[str, Mapping[str, Any]]],
     admissions: Sequence[Sequence[ContainerAdmission]],
 ) -> Mapping[str, Any]:
-    """The pod as the vendors' admissions leave its resources (a copy; ``pod`` itself
-    when nothing changes), for reading its request."""
-    if not any(a.limits or a.requests for found in admissions for a in found):
+    """The pod as the vendors' admissions leave its resources and annotations (a copy;
+    ``pod`` itself when nothing changes), for reading its request."""
+    added = _new_annotations(pod, _pod_annotations(admissions))
+    if not added and not any(a.limits or a.requests for found in admissions for a in found):
         return pod
     result: dict[str, Any] = copy.deepcopy(dict(pod))
+    if added:
+        metadata = result.get("metadata")
+        if not isinstance(metadata, dict):
+            metadata = result["metadata"] = {}
+        if not isinstance(metadata.get("annotations"), dict):
+            metadata["annotations"] = {}
+        metadata["annotations"].update(added)
     spec = result["spec"]
     for (path, _container), found in zip(containers, admissions, strict=True):
         _, _, kind, position = path.split("/")
@@ -422,6 +432,39 @@ def _env_ops(
         {"op": "add", "path": f"{path}/env/-", "value": {"name": name, "value": value}}
         for name, value in env.items()
         if name not in present
+    ]
+
+
+def _pod_annotations(admissions: Sequence[Sequence[ContainerAdmission]]) -> dict[str, str]:
+    """The pod annotations every vendor's admission adds, container by container: of two
+    naming one key the later wins (HAMi's webhook sets them as it walks the containers)."""
+    wanted: dict[str, str] = {}
+    for found in admissions:
+        for admitted in found:
+            wanted.update(admitted.pod_annotations)
+    return wanted
+
+
+def _new_annotations(pod: Mapping[str, Any], wanted: Mapping[str, str]) -> dict[str, str]:
+    """Those of ``wanted`` the pod does not have: a user's own value is never replaced."""
+    present = _mapping(_mapping(pod.get("metadata")).get("annotations"))
+    return {key: value for key, value in wanted.items() if key not in present}
+
+
+def _annotation_ops(pod: Mapping[str, Any], wanted: Mapping[str, str]) -> list[dict[str, Any]]:
+    """JSON Patch operations adding the pod annotations it lacks; a missing
+    ``metadata.annotations`` is created once with all of them."""
+    added = _new_annotations(pod, wanted)
+    if not added:
+        return []
+    metadata = pod.get("metadata")
+    if not isinstance(metadata, Mapping):
+        return [{"op": "add", "path": "/metadata", "value": {"annotations": added}}]
+    if not isinstance(metadata.get("annotations"), Mapping):
+        return [{"op": "add", "path": "/metadata/annotations", "value": added}]
+    return [
+        {"op": "add", "path": f"/metadata/annotations/{_escape(key)}", "value": value}
+        for key, value in added.items()
     ]
 
 

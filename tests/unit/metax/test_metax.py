@@ -252,7 +252,9 @@ def test_the_webhook_accepts_and_defaults_the_qos() -> None:
     assert pod_annotations({}) == {"metax-tech.com/sgpu-qos-policy": "best-effort"}
     assert pod_annotations({"metax-tech.com/sgpu-app-class": "online"}) == {}
     assert pod_annotations({"metax-tech.com/sgpu-qos-policy": "fixed-share"}) == {}
-    assert SGPU.admit(container(limits={"metax-tech.com/sgpu": 2}), pod()) is None
+    admitted = SGPU.admit(container(limits={"metax-tech.com/sgpu": 2}), pod())
+    assert admitted is not None and admitted.uses and not admitted.limits
+    assert admitted.pod_annotations == {"metax-tech.com/sgpu-qos-policy": "best-effort"}
     assert SGPU.admit(container(limits={"other": 2}), pod()) is None
 
 

@@ -5,7 +5,8 @@ and a container's count.
   either class asks for exactly one sGPU per container;
 - ``metax-tech.com/sgpu-qos-policy`` must be ``best-effort``, ``fixed-share`` or
   ``burst-share``; a pod that is not online and names none gets ``best-effort``
-  (``pod_annotations``: the pod annotations to add).
+  (``pod_annotations``: the pod annotations to add, carried by the container's
+  admission).
 """
 
 from __future__ import annotations
@@ -62,7 +63,8 @@ def pod_annotations(annotations: Mapping[str, Any]) -> dict[str, str]:
 def container_admission(
     container: Mapping[str, Any], pod: Mapping[str, Any], config: MetaxConfig
 ) -> ContainerAdmission | None:
-    """Nothing changes in the container; ``RequestError`` for one HAMi refuses."""
+    """The pod's default QoS policy, for a container asking for sGPUs (nothing changes
+    in the container itself); ``RequestError`` for one HAMi refuses."""
     resources = container.get("resources")
     limits = resources.get("limits") if isinstance(resources, Mapping) else None
     raw = limits.get(config.sgpu_resource) if isinstance(limits, Mapping) else None
@@ -73,5 +75,6 @@ def container_admission(
     count = quantity_to_int(raw, field=config.sgpu_resource, container=name)
     metadata = pod.get("metadata")
     annotations = metadata.get("annotations") if isinstance(metadata, Mapping) else None
-    check_container(annotations if isinstance(annotations, Mapping) else {}, count, container=name)
-    return None
+    given = annotations if isinstance(annotations, Mapping) else {}
+    check_container(given, count, container=name)
+    return ContainerAdmission(uses=True, pod_annotations=pod_annotations(given))

@@ -2,9 +2,9 @@
 
 A container with the count (limits, else requests) uses the GPUs; a count of 0 or
 less is refused. Several GPUs are whole: limits ``sgpu-core = 16 x n`` and
-``sgpu-memory = 96 x n`` (HAMi also sets the pod annotation
-``mthreads.com/request-gpu-num: <n>``, which a container's admission cannot carry:
-``pod_annotations`` gives it). One GPU with no memory limit gets the same whole-GPU
+``sgpu-memory = 96 x n``, and the pod annotation ``mthreads.com/request-gpu-num:
+<n>`` (``pod_annotations``; of several such containers the last one's count stands, as
+HAMi's webhook walks them). One GPU with no memory limit gets the same whole-GPU
 limits; one with a memory limit must ask one of 2, 4, 8, 16, 32, 64 or 96 units. The
 error texts are HAMi's.
 """
@@ -71,7 +71,7 @@ def container_admission(
             raise hami_error(INVALID_MEMORY, field=config.memory_resource, value=memory_raw)
         return ContainerAdmission(uses=True)
     changed = {key: value for key, value in whole.items() if str(limits.get(key)) != value}
-    return ContainerAdmission(limits=changed, uses=True)
+    return ContainerAdmission(limits=changed, uses=True, pod_annotations=_count_annotation(count))
 
 
 def pod_annotations(
@@ -82,9 +82,14 @@ def pod_annotations(
     annotations: dict[str, str] = {}
     for container in containers:
         count = requested_count(container, config)
-        if count is not None and count > 1:
-            annotations[REQUEST_GPU_NUM_ANNOTATION] = str(count)
+        if count is not None:
+            annotations.update(_count_annotation(count))
     return annotations
+
+
+def _count_annotation(count: int) -> dict[str, str]:
+    """``request-gpu-num`` for a container asking for several (whole) GPUs."""
+    return {REQUEST_GPU_NUM_ANNOTATION: str(count)} if count > 1 else {}
 
 
 def _units(value: object) -> int | None:
