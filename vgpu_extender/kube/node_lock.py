@@ -1,4 +1,6 @@
-"""HAMi's node lock: the ``hami.io/mutex.lock`` node annotation.
+"""HAMi's node locks: the shared ``hami.io/mutex.lock`` node annotation (``NodeLock``)
+and a vendor's own lock holding a bare time (``TimeLock``: Cambricon's
+``cambricon.com/dsmlu.lock``).
 
 Bind takes it and HAMi's device plugin releases it after ``Allocate``; it serialises
 bind-to-Allocate per node and tells the device plugin which pod Allocate is for
@@ -10,6 +12,10 @@ backoff when another writer got there first. A lock older than ``timeout`` (HAMi
 ``--node-lock-timeout``, 5 minutes) or whose owner pod no longer exists is stale and
 is taken over in the same conditional patch. A lock held by the asking pod counts as
 taken, so a retried bind does not lock itself out.
+
+A ``TimeLock`` names no owner: it is taken when absent or past its expiry, refused while
+fresh or unreadable (the vendor's rules), in the same kind of conditional patch, and
+released only while it still holds the value this process wrote.
 """
 
 from __future__ import annotations
@@ -96,8 +102,76 @@ class Backoff:
         return out
 
 
-class NodeLock:
-    """Takes and releases the node lock through a :class:`KubeClient`."""
+#: What a lock's writer does with the node it read: the annotations to patch, or None
+#: (nothing to write). It raises to refuse.
+_Plan = Callable[[KubeObject], dict[str, str | None] | None]
+
+
+class _AnnotationLock:
+    """A node annotation written by a merge patch conditional on the node's
+    resourceVersion, retried with backoff when another writer got there first."""
+
+    def __init__(
+        self,
+        kube: KubeClient,
+        *,
+        backoff: Backoff | None = None,
+        clock: Callable[[], datetime] = lambda: datetime.now(UTC),
+        sleep: Callable[[float], None] = time.sleep,
+    ) -> None:
+        self._kube = kube
+        self._backoff = backoff or Backoff()
+        self._clock = clock
+        self._sleep = sleep
+        # One writer per node in this process, as HAMi does: conflicts then come only
+        # from other processes, and the backoff is not spent on our own threads.
+        self._node_mutexes: dict[str, threading.Lock] = {}
+        self._mutexes_guard = threading.Lock()
+
+    def _write(
+        self, node: str, plan: _Plan, lost: str, *, gone: bool = False, suffix: str = ""
+    ) -> bool:
+        """Read the node, patch what ``plan`` says, conditionally; retried on a lost
+        race. Returns whether a patch was written; raises ``NodeLockContention`` naming
+        ``lost`` (and ``suffix``) when every try lost, ``NotFound`` for a missing node
+        unless ``gone`` (then: nothing written)."""
+        with self._mutex(node):
+            delays = self._backoff.delays()
+            for attempt in range(self._backoff.steps):
+                try:
+                    current = self._node(node)
+                except NotFound:
+                    if gone:
+                        return False
+                    raise
+                patch = plan(current)
+                if patch is None:
+                    return False
+                try:
+                    self._kube.patch_node_annotations(
+                        node, patch, resource_version=objects.resource_version(current)
+                    )
+                    return True
+                except Conflict:
+                    if attempt < len(delays):
+                        self._sleep(delays[attempt])
+            raise NodeLockContention(
+                f"node {node}: lost the race {lost} {self._backoff.steps} times{suffix}"
+            )
+
+    def _node(self, node: str) -> KubeObject:
+        current = self._kube.get_node(node)
+        if current is None:
+            raise NotFound(f"node lock: node {node!r} not found", status=404, reason="NotFound")
+        return current
+
+    def _mutex(self, node: str) -> threading.Lock:
+        with self._mutexes_guard:
+            return self._node_mutexes.setdefault(node, threading.Lock())
+
+
+class NodeLock(_AnnotationLock):
+    """Takes and releases HAMi's shared node lock through a :class:`KubeClient`."""
 
     def __init__(
         self,
@@ -110,15 +184,28 @@ class NodeLock:
     ) -> None:
         if timeout <= timedelta(0):
             raise ValueError(f"node lock timeout must be positive, got {timeout!r}")
-        self._kube = kube
+        super().__init__(kube, backoff=backoff, clock=clock, sleep=sleep)
         self._timeout = timeout
-        self._backoff = backoff or Backoff()
-        self._clock = clock
-        self._sleep = sleep
-        # One writer per node in this process, as HAMi does: conflicts then come only
-        # from other processes, and the backoff is not spent on our own threads.
-        self._node_mutexes: dict[str, threading.Lock] = {}
-        self._mutexes_guard = threading.Lock()
+
+    def time_lock(
+        self,
+        annotation: str,
+        *,
+        expires_after: timedelta,
+        stamp: Callable[[datetime], str],
+        held: Callable[[str, datetime], bool],
+    ) -> TimeLock:
+        """A vendor's own lock through the same client, clock and backoff."""
+        return TimeLock(
+            self._kube,
+            annotation,
+            expires_after=expires_after,
+            stamp=stamp,
+            held=held,
+            backoff=self._backoff,
+            clock=self._clock,
+            sleep=self._sleep,
+        )
 
     def holder(self, node: str) -> LockValue | None:
         """The current lock of ``node``; ``None`` when unlocked. Raises ``NotFound``."""
@@ -135,78 +222,42 @@ class NodeLock:
             raise ValueError(
                 f"node lock needs node, namespace and pod, got {node!r}, {namespace!r}, {pod!r}"
             )
-        with self._mutex(node):
-            delays = self._backoff.delays()
-            for attempt in range(self._backoff.steps):
-                current = self._node(node)
-                lock = _read_lock(current)
-                if isinstance(lock, LockValue) and lock.owned_by(namespace, pod):
-                    return
-                if lock is not None:
-                    self._check_stale(node, lock)
-                value = LockValue(self._clock(), namespace, pod).format()
-                try:
-                    self._kube.patch_node_annotations(
-                        node,
-                        {LOCK_ANNOTATION: value},
-                        resource_version=objects.resource_version(current),
-                    )
-                    return
-                except Conflict:
-                    if attempt < len(delays):
-                        self._sleep(delays[attempt])
-            raise NodeLockContention(
-                f"node {node}: lost the race for {LOCK_ANNOTATION} "
-                f"{self._backoff.steps} times: node lock contention"
-            )
+
+        def plan(current: KubeObject) -> dict[str, str | None] | None:
+            lock = _read_lock(current)
+            if isinstance(lock, LockValue) and lock.owned_by(namespace, pod):
+                return None
+            if lock is not None:
+                self._check_stale(node, lock)
+            return {LOCK_ANNOTATION: LockValue(self._clock(), namespace, pod).format()}
+
+        self._write(node, plan, f"for {LOCK_ANNOTATION}", suffix=": node lock contention")
 
     def release(self, node: str, namespace: str, pod: str) -> bool:
         """Remove the lock if ``namespace/pod`` holds it (or it has no owner).
 
         Returns whether a lock was removed. A missing node counts as released.
         """
-        with self._mutex(node):
-            delays = self._backoff.delays()
-            for attempt in range(self._backoff.steps):
-                try:
-                    current = self._node(node)
-                except NotFound:
-                    return False
-                lock = _read_lock(current)
-                if lock is None:
-                    return False
-                if isinstance(lock, LockValue) and lock.pod and not lock.owned_by(namespace, pod):
-                    logger.info(
-                        "node %s: lock held by %s/%s, not released for %s/%s",
-                        node,
-                        lock.namespace,
-                        lock.pod,
-                        namespace,
-                        pod,
-                    )
-                    return False
-                try:
-                    self._kube.patch_node_annotations(
-                        node,
-                        {LOCK_ANNOTATION: None},
-                        resource_version=objects.resource_version(current),
-                    )
-                    return True
-                except Conflict:
-                    if attempt < len(delays):
-                        self._sleep(delays[attempt])
-            raise NodeLockContention(
-                f"node {node}: lost the race to release {LOCK_ANNOTATION} "
-                f"{self._backoff.steps} times"
-            )
+
+        def plan(current: KubeObject) -> dict[str, str | None] | None:
+            lock = _read_lock(current)
+            if lock is None:
+                return None
+            if isinstance(lock, LockValue) and lock.pod and not lock.owned_by(namespace, pod):
+                logger.info(
+                    "node %s: lock held by %s/%s, not released for %s/%s",
+                    node,
+                    lock.namespace,
+                    lock.pod,
+                    namespace,
+                    pod,
+                )
+                return None
+            return {LOCK_ANNOTATION: None}
+
+        return self._write(node, plan, f"to release {LOCK_ANNOTATION}", gone=True)
 
     # ----- internals -----------------------------------------------------------------
-
-    def _node(self, node: str) -> KubeObject:
-        current = self._kube.get_node(node)
-        if current is None:
-            raise NotFound(f"node lock: node {node!r} not found", status=404, reason="NotFound")
-        return current
 
     def _check_stale(self, node: str, lock: LockValue | str) -> None:
         """Return when the lock may be taken over; raise ``NodeLockContention`` otherwise."""
@@ -230,9 +281,96 @@ class NodeLock:
             "node lock contention"
         )
 
-    def _mutex(self, node: str) -> threading.Lock:
-        with self._mutexes_guard:
-            return self._node_mutexes.setdefault(node, threading.Lock())
+
+class TimeLock(_AnnotationLock):
+    """A vendor's own node lock holding only the time it was taken (no owner), with
+    HAMi's rules for it given as ``stamp`` (the value for a time) and ``held`` (whether
+    a value still stands at a time; ``ValueError`` for an unreadable one, which refuses
+    the bind as HAMi does). Past ``expires_after`` it is taken over."""
+
+    def __init__(
+        self,
+        kube: KubeClient,
+        annotation: str,
+        *,
+        expires_after: timedelta,
+        stamp: Callable[[datetime], str],
+        held: Callable[[str, datetime], bool],
+        backoff: Backoff | None = None,
+        clock: Callable[[], datetime] = lambda: datetime.now(UTC),
+        sleep: Callable[[float], None] = time.sleep,
+    ) -> None:
+        if not annotation:
+            raise ValueError("a time lock needs an annotation name")
+        if expires_after <= timedelta(0):
+            raise ValueError(f"{annotation} expiry must be positive, got {expires_after!r}")
+        super().__init__(kube, backoff=backoff, clock=clock, sleep=sleep)
+        self._annotation = annotation
+        self._expires_after = expires_after
+        self._stamp = stamp
+        self._held = held
+
+    @property
+    def annotation(self) -> str:
+        return self._annotation
+
+    def acquire(self, node: str) -> str:
+        """Lock ``node``; returns the value written (for ``release``). Raises
+        ``NodeLockContention`` while a fresh or unreadable lock is there, or when every
+        try lost a write race; ``NotFound`` when the node does not exist."""
+        if not node:
+            raise ValueError(f"{self._annotation} needs a node name")
+        written = ""
+
+        def plan(current: KubeObject) -> dict[str, str | None] | None:
+            nonlocal written
+            now = self._clock()
+            value = objects.annotations(current).get(self._annotation)
+            if value:
+                self._check_stale(node, value, now)
+            written = self._stamp(now)
+            return {self._annotation: written}
+
+        self._write(node, plan, f"for {self._annotation}", suffix=": node lock contention")
+        return written
+
+    def release(self, node: str, value: str) -> bool:
+        """Remove the lock while it still holds ``value`` (another bind may have taken
+        it over since it expired). Returns whether it was removed; a missing node counts
+        as released."""
+
+        def plan(current: KubeObject) -> dict[str, str | None] | None:
+            present = objects.annotations(current).get(self._annotation)
+            if present != value:
+                if present:
+                    logger.info(
+                        "node %s: %s is %r now, not ours (%r): left",
+                        node,
+                        self._annotation,
+                        present,
+                        value,
+                    )
+                return None
+            return {self._annotation: None}
+
+        return self._write(node, plan, f"to release {self._annotation}", gone=True)
+
+    def _check_stale(self, node: str, value: str, now: datetime) -> None:
+        """Return when the lock may be taken over; raise ``NodeLockContention`` otherwise."""
+        try:
+            held = self._held(value, now)
+        except ValueError:
+            raise NodeLockContention(
+                f"node {node} is locked by {self._annotation}={value!r}, which is not an "
+                "RFC3339 time (the vendor's device plugin or an operator must remove it): "
+                "node lock contention"
+            ) from None
+        if held:
+            raise NodeLockContention(
+                f"node {node} has been locked within {_minutes(self._expires_after)} "
+                f"({self._annotation} taken at {value}): node lock contention"
+            )
+        logger.info("node %s: %s of %s has expired, taken over", node, self._annotation, value)
 
 
 def _read_lock(node: KubeObject) -> LockValue | str | None:
@@ -244,6 +382,15 @@ def _read_lock(node: KubeObject) -> LockValue | str | None:
         return LockValue.parse(value)
     except ValueError:
         return value
+
+
+def _minutes(delta: timedelta) -> str:
+    """HAMi's words for a lock expiry: ``2 minutes``."""
+    total = int(delta.total_seconds())
+    if total % 60:
+        return f"{total} seconds"
+    minutes = total // 60
+    return "1 minute" if minutes == 1 else f"{minutes} minutes"
 
 
 def _go_duration(delta: timedelta) -> str:

@@ -12,14 +12,16 @@
    lock the node's row, re-check each pod's fit against what is committed and the pods
    before it, insert the rows. When another replica got there first the index learns
    the node from the store and the choice is made again.
-3. **Publish** (``_publish``): under HAMi's node lock when configured, create the
+3. **Publish** (``_publish``): under HAMi's node locks when configured (each vendor's
+   the pod asks for, in HAMi's order: ``bind_locks``), create the
    Binding with the pod UID and HAMi's annotations (the API server sets them on the
    pod in the same update as its node). Then queue the pod to have its rows marked
    bound (and, when configured, a ``BindingSucceed`` Event posted) by workers in the
    background: the bind does not wait for either. A failed bind always queues a
    ``BindingFailed`` Event.
 4. **Unreserve** (``_unreserve``), on any failure: the rows are deleted, the devices
-   released in the index, each once however often it is called; the lock is released.
+   released in the index, each once however often it is called; the locks the bind
+   took are released.
    A Binding whose answer was lost (``OutcomeUnknown``: no answer once sent, the
    server's timeout) is no failure yet: the pod is read back first (``_settle``).
    Bound to this node with our annotations, the bind stands; bound elsewhere, gone,
@@ -52,6 +54,7 @@ from vgpu_extender.kube import (
 )
 from vgpu_extender.kube import objects as kobj
 from vgpu_extender.services.batching import Batches
+from vgpu_extender.services.bind_locks import NO_LOCKS, BindLocks, HeldLocks
 from vgpu_extender.services.bind_ports import (
     BindError,
     BindEvents,
@@ -163,7 +166,8 @@ class BindingService:
         self._publisher = publisher
         self._events = events
         self._success_events = success_events
-        self._node_lock = node_lock
+        #: The node locks of each bind's vendors, all through HAMi's shared one.
+        self._locks = BindLocks(node_lock, self._cluster.vendors) if node_lock is not None else None
         self._retries = retries
         self._check_window_s = check_window_s
         self._clock = clock
@@ -369,11 +373,12 @@ class BindingService:
     def _publish(self, pending: _Pending) -> str:
         args, assignment = pending.args, pending.assignment
         assert assignment is not None  # committed
-        locked = False
+        held = NO_LOCKS
         try:
-            if self._node_lock is not None:
-                self._node_lock.acquire(args.node, args.namespace, args.pod_name)
-                locked = True
+            if self._locks is not None:
+                held = self._locks.acquire(
+                    args.node, args.namespace, args.pod_name, pending.request
+                )
             annotations = self._cluster.vendors.bind_annotations(
                 assignment, bind_time=int(self._clock().timestamp()), request=pending.request
             )
@@ -384,7 +389,7 @@ class BindingService:
         except _Unsettled as exc:
             # Maybe bound: the devices stay taken, the rows reserved, until the
             # reconcile finds the pod bound (marks them) or not (releases them).
-            self._release_lock(args, locked)
+            self._release_locks(held)
             message = f"bind {args.key} to {args.node}: {exc}"
             logger.warning("%s", message)
             self._record(args, "BindingFailed", message, "Warning")
@@ -393,7 +398,7 @@ class BindingService:
             try:
                 self._unreserve(pending)
             finally:
-                self._release_lock(args, locked)
+                self._release_locks(held)
             message = f"bind {args.key} to {args.node}: {exc}"
             self._record(args, "BindingFailed", message, "Warning")
             return message
@@ -491,9 +496,7 @@ class BindingService:
         except KubeError as exc:
             raise BindError(f"bind {args.key} to {args.node}: {exc}") from None
 
-    def _release_lock(self, args: BindRequest, locked: bool) -> None:
-        if locked and self._node_lock is not None:
-            try:
-                self._node_lock.release(args.node, args.namespace, args.pod_name)
-            except KubeError as exc:
-                logger.warning("bind %s: node lock not released: %s", args.key, exc)
+    def _release_locks(self, held: HeldLocks) -> None:
+        """Release the locks a failed bind took (each failure is logged there)."""
+        if self._locks is not None and held.taken:
+            self._locks.release(held)
