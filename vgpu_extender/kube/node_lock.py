@@ -2,9 +2,9 @@
 and a vendor's own lock holding a bare time (``TimeLock``: Cambricon's
 ``cambricon.com/dsmlu.lock``).
 
-Bind takes it and HAMi's device plugin releases it after ``Allocate``; it serialises
-bind-to-Allocate per node and tells the device plugin which pod Allocate is for
-(kubelet does not say). The value is ``<RFC3339>,<namespace>,<pod>``; the legacy
+Bind takes the shared lock and HAMi's device plugin releases it after ``Allocate``; it
+serialises bind-to-Allocate per node and tells the device plugin which pod Allocate is
+for (kubelet does not say). The value is ``<RFC3339>,<namespace>,<pod>``; the legacy
 value is the timestamp alone.
 
 Taking it is a merge patch conditional on the node's resourceVersion, retried with
