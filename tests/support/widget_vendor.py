@@ -30,7 +30,7 @@ from vgpu_extender.domain.share import (
     Stage,
 )
 from vgpu_extender.vendors import AdmissionNames
-from vgpu_extender.vendors.base import ContainerAdmission, NodeHandshake
+from vgpu_extender.vendors.base import ContainerAdmission, NodeFacts, NodeHandshake
 
 COUNT = "example.com/widget"
 MEMORY = "example.com/widget-mem"
@@ -115,11 +115,11 @@ class WidgetVendor:
     def capacity_keys(self) -> tuple[str, ...]:
         return ()
 
-    def decode_capacity(self, node: str, capacity: Mapping[str, str]) -> tuple[Device, ...] | None:
+    def decode_capacity(self, node: NodeFacts) -> tuple[Device, ...] | None:
         return None
 
-    def decode_node(self, annotations: Mapping[str, str]) -> tuple[Device, ...] | None:
-        value = annotations.get(self.inventory_annotation)
+    def decode_node(self, node: NodeFacts) -> tuple[Device, ...] | None:
+        value = node.annotations.get(self.inventory_annotation)
         return None if value is None else self.decode_inventory(value)
 
     def decode_inventory(self, value: str) -> tuple[Device, ...]:

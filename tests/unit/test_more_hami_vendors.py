@@ -9,7 +9,7 @@ from typing import Any
 import pytest
 
 from vgpu_extender.domain import DeviceGrant, PodAssignment, RequestError
-from vgpu_extender.vendors import Vendor
+from vgpu_extender.vendors import NodeFacts, Vendor
 from vgpu_extender.vendors.cambricon import cambricon_vendors
 from vgpu_extender.vendors.hygon import hygon_vendors
 from vgpu_extender.vendors.iluvatar import iluvatar_vendors
@@ -85,7 +85,7 @@ def test_each_vendor_reads_its_own_node_keys() -> None:
         "hami.io/node-dcu-register": "DCU-1,4,65520,100,DCU-K100_AI,0,true,0,hami:",
         "hami.io/node-BI-V150-register": "GPU-1,10,32768,100,BI-V150,0,true:",
     }
-    devices = SET.decode_node(annotations)
+    devices = SET.decode_node(NodeFacts("node-a", annotations=annotations))
     assert devices is not None
     assert [(d.uuid, d.vendor) for d in devices] == [("DCU-1", "DCU"), ("GPU-1", "BI-V150")]
 

@@ -15,7 +15,7 @@ from vgpu_extender.domain import (
     PodAssignment,
     RequestError,
 )
-from vgpu_extender.vendors import VendorSet
+from vgpu_extender.vendors import NodeFacts, VendorSet
 from vgpu_extender.vendors.nvidia import NvidiaVendor
 from vgpu_extender.vendors.nvidia.wording import NVIDIA_WORDING
 
@@ -122,14 +122,16 @@ def test_bind_annotations_give_each_vendor_its_own_grants() -> None:
 def test_a_node_lists_every_vendors_devices_and_names_the_one_at_fault() -> None:
     widgets = json.dumps([{"id": "w0", "count": 2, "mem": 8000}])
     annotations = {WIDGET.inventory_annotation: widgets}
-    devices = BOTH.decode_node(annotations)
+    devices = BOTH.decode_node(NodeFacts("node-a", annotations=annotations))
     assert devices is not None and [d.vendor for d in devices] == ["WIDGET"]
-    assert BOTH.decode_node({}) is None
+    assert BOTH.decode_node(NodeFacts("node-a", annotations={})) is None
     with pytest.raises(InventoryError, match=r"^WIDGET: widget inventory"):
-        BOTH.decode_node({WIDGET.inventory_annotation: "not json"})
+        BOTH.decode_node(NodeFacts("node-a", annotations={WIDGET.inventory_annotation: "not json"}))
     # One vendor alone raises its own error unchanged.
     with pytest.raises(InventoryError, match=r"^widget inventory"):
-        VendorSet((WIDGET,)).decode_node({WIDGET.inventory_annotation: "not json"})
+        VendorSet((WIDGET,)).decode_node(
+            NodeFacts("node-a", annotations={WIDGET.inventory_annotation: "not json"})
+        )
 
 
 def test_cordons_are_read_from_every_vendors_key_once() -> None:
@@ -161,7 +163,7 @@ def test_a_node_with_two_ascend_chips_lists_both_as_their_own_vendors() -> None:
         ),
         "hami-vnpu-core": "false",
     }
-    devices = chips.decode_node(annotations)
+    devices = chips.decode_node(NodeFacts("node-a", annotations=annotations))
     assert devices is not None
     assert sorted((d.uuid, d.vendor) for d in devices) == [
         ("b3-0", "Ascend910B3"),
@@ -225,8 +227,8 @@ def test_a_node_capacity_of_millions_of_devices_is_refused_before_any_is_made() 
 
     vendors = create_vendor_set("nvidia,metax")
     with pytest.raises(InventoryError, match="more than the 256 one node may have"):
-        vendors.decode_node({}, capacity={"metax-tech.com/gpu": "2147483647"}, name="n")
+        vendors.decode_node(NodeFacts("n", capacity={"metax-tech.com/gpu": "2147483647"}))
     cambricon = create_vendor_set("nvidia,cambricon")
     huge = {"cambricon.com/mlu.smlu.vcore": str(10**12), "cambricon.com/mlu.smlu.vmemory": "1"}
     with pytest.raises(InventoryError, match="more than the 256"):
-        cambricon.decode_node({}, capacity=huge, name="n")
+        cambricon.decode_node(NodeFacts("n", capacity=huge))

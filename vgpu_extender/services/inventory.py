@@ -51,7 +51,7 @@ from vgpu_extender.services.cluster import ClusterState
 from vgpu_extender.services.node_writer import NodeRechecks, NodeWriter
 from vgpu_extender.store.sessions import Sessions
 from vgpu_extender.vendors import Vendor, VendorSet
-from vgpu_extender.vendors.base import NodeHandshake
+from vgpu_extender.vendors.base import NodeFacts, NodeHandshake
 
 logger = logging.getLogger(__name__)
 
@@ -127,7 +127,9 @@ def node_inventory(
     problem = ""
     devices: tuple[Device, ...] = kept
     try:
-        decoded = vendors.decode_node(view.annotations, capacity=view.capacity, name=view.name)
+        decoded = vendors.decode_node(
+            NodeFacts(view.name, view.labels, view.annotations, view.capacity or {})
+        )
     except InventoryError as exc:
         problem = f"annotation {key} unreadable: {exc}"
     else:

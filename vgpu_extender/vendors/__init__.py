@@ -1,6 +1,6 @@
 """Accelerator vendors as named plug-ins: request parsing and annotation codecs."""
 
-from vgpu_extender.vendors.base import AdmissionNames, Vendor
+from vgpu_extender.vendors.base import AdmissionNames, NodeFacts, Vendor
 from vgpu_extender.vendors.registry import (
     VENDORS,
     VendorFactory,
@@ -13,6 +13,7 @@ from vgpu_extender.vendors.vendor_set import VendorSet
 __all__ = [
     "VENDORS",
     "AdmissionNames",
+    "NodeFacts",
     "Vendor",
     "VendorFactory",
     "VendorSet",

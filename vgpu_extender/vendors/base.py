@@ -52,6 +52,24 @@ class ContainerAdmission:
 
 
 @dataclass(frozen=True, slots=True)
+class NodeFacts:
+    """What a vendor may read of a Node object to make its inventory: the node's name
+    (HAMi builds some vendors' device IDs from it), its labels (AWS Neuron's instance
+    type), its annotations and its ``status.capacity`` (empty when not read). Any
+    change of a label or of a key in ``node_keys``/``capacity_keys`` is a new
+    inventory, so a vendor reading these needs no keys of its own for labels."""
+
+    name: str
+    labels: Mapping[str, str] = field(default_factory=dict)
+    annotations: Mapping[str, str] = field(default_factory=dict)
+    capacity: Mapping[str, str] = field(default_factory=dict)
+
+    def __post_init__(self) -> None:
+        if not isinstance(self.name, str) or not self.name:
+            raise ValueError(f"a node's name must be a non-empty string, not {self.name!r}")
+
+
+@dataclass(frozen=True, slots=True)
 class HandshakeVerdict:
     """A node's answer to a vendor's handshake (HAMi's ``CheckHealth``): whether the
     vendor's devices there are usable, the handshake value to write (None: nothing),
@@ -133,7 +151,7 @@ class Vendor(Protocol):
         vendor whose inventory is an annotation."""
         ...
 
-    def decode_capacity(self, node: str, capacity: Mapping[str, str]) -> tuple[Device, ...] | None:
+    def decode_capacity(self, node: NodeFacts) -> tuple[Device, ...] | None:
         """This vendor's devices from the node's capacity (HAMi reads some vendors' so, with
         ids made from the node's name); None when the node has none of this vendor's
         capacity or the vendor reads an annotation instead. Raises ``InventoryError``."""
@@ -184,9 +202,10 @@ class Vendor(Protocol):
         """The inventory annotation value, exactly as the vendor's node agent writes it."""
         ...
 
-    def decode_node(self, annotations: Mapping[str, str]) -> tuple[Device, ...] | None:
-        """This vendor's devices on a node, from the node's annotations; None when the node
-        carries no inventory of this vendor. Raises ``InventoryError`` on a bad one."""
+    def decode_node(self, node: NodeFacts) -> tuple[Device, ...] | None:
+        """This vendor's devices on a node, from the node's annotations (and, where HAMi
+        reads them so, its name and labels); None when the node carries no inventory of
+        this vendor. Raises ``InventoryError`` on a bad one."""
         ...
 
     def decode_cordon(self, value: str) -> frozenset[str]:

@@ -25,7 +25,12 @@ from vgpu_extender.domain import (
 )
 from vgpu_extender.domain.share import ShareModel
 from vgpu_extender.vendors import hami_devices, hami_register
-from vgpu_extender.vendors.base import AdmissionNames, ContainerAdmission, NodeHandshake
+from vgpu_extender.vendors.base import (
+    AdmissionNames,
+    ContainerAdmission,
+    NodeFacts,
+    NodeHandshake,
+)
 
 #: HAMi's global pod keys (the NVIDIA vendor's spelling).
 NODE_ANNOTATION = "hami.io/vgpu-node"
@@ -129,13 +134,18 @@ class HamiVendor:
     def capacity_keys(self) -> tuple[str, ...]:
         return self._names.capacity
 
-    def decode_capacity(self, node: str, capacity: Mapping[str, str]) -> tuple[Device, ...] | None:
+    def decode_capacity(self, node: NodeFacts) -> tuple[Device, ...] | None:
         """This vendor's devices from the node's capacity; None for a vendor read from
         an annotation, or a node without (or with 0 of) the vendor's count resource
         (HAMi drops a vendor that registers no devices)."""
-        if not self._names.capacity or self._names.capacity[0] not in capacity:
+        if not self._names.capacity or self._names.capacity[0] not in node.capacity:
             return None
-        return self.devices_from_capacity(node, capacity) or None
+        return self.devices_of(node) or None
+
+    def devices_of(self, node: NodeFacts) -> tuple[Device, ...]:
+        """The devices HAMi makes up for the node of a vendor read from capacity (a
+        vendor that also reads the node's labels reads them here)."""
+        return self.devices_from_capacity(node.name, node.capacity)
 
     def devices_from_capacity(
         self, node_name: str, capacity: Mapping[str, str]
@@ -178,10 +188,10 @@ class HamiVendor:
     def encode_inventory(self, devices: Iterable[Device]) -> str:
         return hami_register.encode_devices(devices)
 
-    def decode_node(self, annotations: Mapping[str, str]) -> tuple[Device, ...] | None:
+    def decode_node(self, node: NodeFacts) -> tuple[Device, ...] | None:
         if self._names.capacity:
             return None  # the devices are in the node's capacity (decode_capacity)
-        value = annotations.get(self._names.inventory)
+        value = node.annotations.get(self._names.inventory)
         return None if value is None else self.decode_inventory(value)
 
     def decode_cordon(self, value: str) -> frozenset[str]:

@@ -27,7 +27,7 @@ from vgpu_extender.domain import (
     Wording,
 )
 from vgpu_extender.domain.share import ShareModels
-from vgpu_extender.vendors.base import Vendor
+from vgpu_extender.vendors.base import NodeFacts, Vendor
 
 
 class VendorSet:
@@ -179,22 +179,16 @@ class VendorSet:
         return None if merged is None else tuple(tuple(c) for c in merged)
 
     # ----------------------------------------------------------------- nodes
-    def decode_node(
-        self,
-        annotations: Mapping[str, str],
-        *,
-        capacity: Mapping[str, str] | None = None,
-        name: str = "",
-    ) -> tuple[Device, ...] | None:
+    def decode_node(self, node: NodeFacts) -> tuple[Device, ...] | None:
         """Every member's devices on a node, in member order, from its annotations or,
-        for a vendor read so, its ``capacity``; None when the node carries no member's
+        for a vendor read so, its capacity; None when the node carries no member's
         inventory. Raises ``InventoryError`` naming the vendor at fault."""
         found: list[Device] | None = None
         for vendor in self._members:
             try:
-                devices = vendor.decode_node(annotations)
-                if devices is None and capacity is not None and vendor.capacity_keys:
-                    devices = vendor.decode_capacity(name, capacity)
+                devices = vendor.decode_node(node)
+                if devices is None and vendor.capacity_keys:
+                    devices = vendor.decode_capacity(node)
             except InventoryError as exc:
                 if len(self._members) == 1:
                     raise

@@ -31,6 +31,7 @@ from tests.device_plugins.kubelet import FakeKubelet
 from tests.device_plugins.pods_factory import annotations_of, lock_of
 from tests.support.apiserver import FakeApiServer
 from vgpu_extender.domain import DeviceGrant
+from vgpu_extender.vendors import NodeFacts
 
 CW = "Ascend910B3"
 TO_ALLOCATE = f"hami.io/{CW}-devices-to-allocate"
@@ -98,7 +99,7 @@ def test_the_running_agent_registers_the_node(
     written = eventually(annotations, what="the node registration")
     assert written["hami-vnpu-core"] == "false"
     assert written[f"hami.io/node-handshake-{CW}"].startswith("Reported_")
-    devices = flavour.vendor.decode_node(written)
+    devices = flavour.vendor.decode_node(NodeFacts("node-a", annotations=written))
     assert devices is not None and [d.uuid for d in devices] == [uuid(i) for i in range(8)]
 
 

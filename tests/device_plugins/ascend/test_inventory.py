@@ -19,6 +19,7 @@ from device_plugins.kube import KubernetesGateway
 from tests.device_plugins.ascend.support import B3, P310, backend, source, uuid
 from tests.device_plugins.conftest import NODE
 from tests.support.apiserver import FakeApiServer
+from vgpu_extender.vendors import NodeFacts
 from vgpu_extender.vendors.ascend.handshake import check_health
 
 NOW = datetime(2026, 8, 21, 10, 0, 0)
@@ -54,7 +55,7 @@ def test_the_annotations_decode_back_to_the_same_devices(kind: str, core_mode: b
     devices = to_devices(chips.discover(), flavour)
     annotations = node_annotations(chips.discover(), flavour, now=NOW)
     assert annotations["hami-vnpu-core"] == ("true" if core_mode else "false")
-    assert flavour.vendor.decode_node(annotations) == devices
+    assert flavour.vendor.decode_node(NodeFacts("node-a", annotations=annotations)) == devices
     assert {d.mode for d in devices} == {"hami-core" if core_mode else "vnpu"}
 
 

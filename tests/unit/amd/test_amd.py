@@ -25,6 +25,7 @@ from vgpu_extender.domain import (
     RequestError,
 )
 from vgpu_extender.domain.share import Capacity
+from vgpu_extender.vendors import NodeFacts
 from vgpu_extender.vendors.amd import AmdConfig, AmdVendor, amd_vendors
 from vgpu_extender.vendors.amd.inventory_codec import node_healthy
 from vgpu_extender.vendors.amd.share import AMD_SHARE, HeldUnits
@@ -158,10 +159,13 @@ def test_a_hostile_pod_is_a_request_error() -> None:
 
 
 def test_the_register_literal() -> None:
-    assert VENDOR.decode_node({"hami.io/node-amd-register": REGISTER}) == (
-        Device("GPU-0", 0, 1, 8192, 100, "amd", 0, "hami-core", True, "AMD"),
+    assert VENDOR.decode_node(
+        NodeFacts("node-a", annotations={"hami.io/node-amd-register": REGISTER})
+    ) == (Device("GPU-0", 0, 1, 8192, 100, "amd", 0, "hami-core", True, "AMD"),)
+    assert (
+        VENDOR.decode_node(NodeFacts("node-a", annotations={"hami.io/node-register-amd": REGISTER}))
+        is None
     )
-    assert VENDOR.decode_node({"hami.io/node-register-amd": REGISTER}) is None
     assert VENDOR.inventory_annotation == "hami.io/node-amd-register"
 
 
@@ -346,7 +350,7 @@ def test_no_handshake_no_admission_rewrite() -> None:
 def test_amd_is_read_from_its_annotation_not_capacity() -> None:
     assert VENDOR.capacity_keys == ()
     assert VENDOR.node_keys == ("hami.io/node-amd-register",)
-    assert VENDOR.decode_capacity("node-a", {"amd.com/gpu": "8"}) is None
+    assert VENDOR.decode_capacity(NodeFacts("node-a", capacity={"amd.com/gpu": "8"})) is None
 
 
 def test_custom_info_scalars_round_trip_as_go_writes_them() -> None:

@@ -7,6 +7,7 @@ from __future__ import annotations
 import pytest
 
 from vgpu_extender.domain import Device, InventoryError
+from vgpu_extender.vendors import NodeFacts
 from vgpu_extender.vendors.ascend import DEFAULT_CHIPS, AscendChipVendor, AscendConfig
 from vgpu_extender.vendors.ascend.inventory_codec import (
     decode_inventory,
@@ -101,14 +102,21 @@ def test_the_node_mode_comes_from_its_annotation_else_the_default() -> None:
 
 def test_decode_node_reads_the_chips_key_and_the_mode() -> None:
     vendor = AscendChipVendor(B3, AscendConfig(chips=(B3,)))
-    assert vendor.decode_node({"hami.io/node-register-Ascend910A": PLUGIN_SHAPE}) is None
-    devices = vendor.decode_node({KEY: PLUGIN_SHAPE, "hami-vnpu-core": "true"})
+    assert (
+        vendor.decode_node(
+            NodeFacts("node-a", annotations={"hami.io/node-register-Ascend910A": PLUGIN_SHAPE})
+        )
+        is None
+    )
+    devices = vendor.decode_node(
+        NodeFacts("node-a", annotations={KEY: PLUGIN_SHAPE, "hami-vnpu-core": "true"})
+    )
     assert devices is not None
     assert {d.mode for d in devices} == {"hami-core"}
     core_default = AscendChipVendor(B3, AscendConfig(chips=(B3,), hami_vnpu_core=True))
     assert {d.mode for d in core_default.decode_inventory(PLUGIN_SHAPE)} == {"hami-core"}
     with pytest.raises(InventoryError, match="no device found"):
-        vendor.decode_node({KEY: "[]"})
+        vendor.decode_node(NodeFacts("node-a", annotations={KEY: "[]"}))
 
 
 @pytest.mark.parametrize(

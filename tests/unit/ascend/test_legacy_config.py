@@ -8,6 +8,7 @@ from __future__ import annotations
 
 import json
 
+from vgpu_extender.vendors import NodeFacts
 from vgpu_extender.vendors.ascend import ascend_vendors
 
 V26_VNPUS = [
@@ -63,7 +64,7 @@ def test_the_v26_spelling_is_served_as_configured() -> None:
             for i in range(2)
         ]
     )
-    devices = b910.decode_node({b910.inventory_annotation: value})
+    devices = b910.decode_node(NodeFacts("node-a", annotations={b910.inventory_annotation: value}))
     assert devices is not None
     assert [(d.uuid, d.vendor, d.count) for d in devices] == [
         ("Ascend910B-0", "Ascend910B", 4),

@@ -25,6 +25,7 @@ from vgpu_extender.domain import (
     Reason,
     RequestError,
 )
+from vgpu_extender.vendors import NodeFacts
 from vgpu_extender.vendors.awsneuron import NeuronConfig, awsneuron_vendors
 from vgpu_extender.vendors.awsneuron.inventory_codec import devices_from_capacity
 from vgpu_extender.vendors.awsneuron.share import NEURON_SHARE
@@ -109,7 +110,9 @@ def test_devices_from_capacity() -> None:
         for i in range(2)
     )
     assert VENDOR.devices_from_capacity("n", {}, {}) == ()
-    assert VENDOR.decode_node({"aws.amazon.com/neuron": "2"}) is None
+    assert (
+        VENDOR.decode_node(NodeFacts("node-a", annotations={"aws.amazon.com/neuron": "2"})) is None
+    )
     with pytest.raises(InventoryError):
         devices_from_capacity(
             "n", {"aws.amazon.com/neuron": "2", "aws.amazon.com/neuroncore": "3"}, {}
@@ -271,15 +274,45 @@ def test_a_container_asking_two_vendors_is_read_by_its_neuron_ask() -> None:
     )
 
 
-def test_devices_through_the_capacity_seam_have_no_instance_type() -> None:
+CAPACITY = {"aws.amazon.com/neuron": "4", "aws.amazon.com/neuroncore": "8"}
+INSTANCE_TYPE = "node.kubernetes.io/instance-type"
+
+
+def test_devices_through_the_capacity_seam_carry_the_instance_type() -> None:
     assert VENDOR.capacity_keys == ("aws.amazon.com/neuron", "aws.amazon.com/neuroncore")
     assert VENDOR.node_keys == ()
-    devices = VENDOR.decode_capacity(
-        "node-a", {"aws.amazon.com/neuron": "2", "aws.amazon.com/neuroncore": "4"}
-    )
+    node = NodeFacts("node-a", labels={INSTANCE_TYPE: "inf2.24xlarge"}, capacity=CAPACITY)
+    devices = VENDOR.decode_capacity(node)
     assert devices is not None
-    assert [(d.uuid, d.custom("AWSNodeType")) for d in devices] == [
-        ("node-a-AWSNeuron-0", ""),
-        ("node-a-AWSNeuron-1", ""),
+    assert [(d.uuid, d.count, d.custom("AWSNodeType")) for d in devices] == [
+        (f"node-a-AWSNeuron-{i}", 2, "inf2.24xlarge") for i in range(4)
     ]
-    assert VENDOR.decode_capacity("node-a", {"aws.amazon.com/neuroncore": "4"}) is None
+    unlabelled = VENDOR.decode_capacity(NodeFacts("node-a", capacity=CAPACITY)) or ()
+    assert {d.custom("AWSNodeType") for d in unlabelled} == {""}
+    cores_only = {"aws.amazon.com/neuroncore": "4"}
+    assert VENDOR.decode_capacity(NodeFacts("node-a", capacity=cores_only)) is None
+
+
+RING_RULE = [
+    ("inf: a run of three", "inf2.48xlarge", 3, (1, 2, 3)),
+    ("inf: a run of two", "inf1.6xlarge", 2, (1, 2)),
+    ("trn: three refused", "trn1.32xlarge", 3, None),
+    ("trn: two refused", "trn1.32xlarge", 2, None),
+    ("no label: two refused", "", 2, None),
+]
+
+
+@pytest.mark.parametrize(
+    ("case", "kind", "count", "want"), RING_RULE, ids=[r[0] for r in RING_RULE]
+)
+def test_the_instance_type_label_decides_the_ring_rule(
+    case: str, kind: str, count: int, want: tuple[int, ...] | None
+) -> None:
+    """Devices decoded from a node's capacity and labels, device 0 taken: only on an
+    ``inf*`` instance may a container take a run that is not 1, 4, 8 or 16 aligned."""
+    labels = {INSTANCE_TYPE: kind} if kind else {}
+    devices = VENDOR.decode_capacity(NodeFacts("node-a", labels=labels, capacity=CAPACITY))
+    assert devices is not None
+    fitting = devices[1:]
+    chosen = pick_devices(fitting, count)
+    assert (None if chosen is None else tuple(fitting[p].index for p in chosen)) == want

@@ -21,6 +21,7 @@ from vgpu_extender.domain import (
     Reason,
     RequestError,
 )
+from vgpu_extender.vendors import NodeFacts
 from vgpu_extender.vendors.cambricon import CambriconConfig, CambriconVendor, cambricon_vendors
 from vgpu_extender.vendors.cambricon.allocation_codec import device_index
 from vgpu_extender.vendors.cambricon.lock import (
@@ -207,7 +208,10 @@ def test_bad_capacity_is_an_inventory_error(capacity: dict[str, str]) -> None:
 
 
 def test_annotations_carry_no_mlu_inventory() -> None:
-    assert VENDOR.decode_node({VENDOR.inventory_annotation: "[]"}) is None
+    assert (
+        VENDOR.decode_node(NodeFacts("node-a", annotations={VENDOR.inventory_annotation: "[]"}))
+        is None
+    )
     assert VENDOR.node_keys == ()
     assert VENDOR.handshake is None
 

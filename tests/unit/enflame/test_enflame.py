@@ -27,6 +27,7 @@ from vgpu_extender.domain import (
     Reason,
     RequestError,
 )
+from vgpu_extender.vendors import NodeFacts
 from vgpu_extender.vendors.enflame import EnflameConfig, enflame_vendors
 from vgpu_extender.vendors.enflame.config import DEFAULT_PROFILES
 from vgpu_extender.vendors.enflame.inventory_codec import drs_devices, gcus_from_capacity
@@ -174,11 +175,21 @@ def test_the_drs_capacity_literal() -> None:
             custom_info=(("index", "0"), ("maxSlice", 6), ("minor", "0")),
         ),
     )
-    assert DRS.drs_devices("node-a", {"enflame.com/gcu-drs-capacity": DRS_LITERAL}) == drs_devices(
-        "node-a", DRS_LITERAL
-    )
-    assert DRS.drs_devices("node-a", {}) is None
-    assert DRS.decode_node({"enflame.com/gcu-drs-capacity": DRS_LITERAL}) is None
+
+
+def test_drs_devices_are_decoded_from_the_node_annotation_with_the_node_name() -> None:
+    """HAMi's literal on two nodes: the device IDs carry each node's name, so the same
+    annotation on another node is other devices."""
+    annotations = {"enflame.com/gcu-drs-capacity": DRS_LITERAL}
+    assert DRS.node_keys == ("enflame.com/gcu-drs-capacity",)
+    (on_a,) = DRS.decode_node(NodeFacts("node-a", annotations=annotations)) or ()
+    (on_b,) = DRS.decode_node(NodeFacts("node-b", annotations=annotations)) or ()
+    assert (on_a.uuid, on_b.uuid) == ("node-a-enflame-drs-0", "node-b-enflame-drs-0")
+    assert (on_a.count, on_a.memory_mib, on_a.cores) == (6, 40960, 100)
+    assert DRS.decode_node(NodeFacts("node-a")) is None
+    assert GCU.decode_node(NodeFacts("node-a", annotations=annotations)) is None
+    with pytest.raises(InventoryError, match="gcu-drs-capacity"):
+        DRS.decode_node(NodeFacts("node-a", annotations={"enflame.com/gcu-drs-capacity": "{"}))
 
 
 def test_drs_capacity_as_a_string_a_bad_index_and_no_minor() -> None:
@@ -359,9 +370,9 @@ def test_words() -> None:
 
 def test_whole_gcus_through_the_capacity_seam() -> None:
     assert GCU.capacity_keys == ("enflame.com/gcu",) and GCU.node_keys == ()
-    (device,) = GCU.decode_capacity("node-a", {"enflame.com/gcu": "1"}) or ()
+    (device,) = GCU.decode_capacity(NodeFacts("node-a", capacity={"enflame.com/gcu": "1"})) or ()
     assert device.uuid == "node-a-GCU-0"
-    assert GCU.decode_capacity("node-a", {}) is None
-    # DRS is an annotation carrying no node name: neither seam reads it yet.
+    assert GCU.decode_capacity(NodeFacts("node-a", capacity={})) is None
+    # DRS is read from its annotation, not from capacity.
     assert DRS.capacity_keys == ()
-    assert DRS.decode_capacity("node-a", {"enflame.com/gcu": "1"}) is None
+    assert DRS.decode_capacity(NodeFacts("node-a", capacity={"enflame.com/gcu": "1"})) is None

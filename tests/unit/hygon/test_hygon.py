@@ -17,6 +17,7 @@ from vgpu_extender.domain import (
     Reason,
     RequestError,
 )
+from vgpu_extender.vendors import NodeFacts
 from vgpu_extender.vendors.hygon import HygonConfig, HygonVendor, hygon_vendors
 from vgpu_extender.vendors.hygon.allocation_codec import NODE_LOCK
 
@@ -132,7 +133,10 @@ def test_type_and_uuid_selectors() -> None:
 
 def test_the_registration_literal_is_read() -> None:
     devices = VENDOR.decode_node(
-        {"hami.io/node-dcu-register": "test-0,1,1024,100,DCU,0,true,0,test:"}
+        NodeFacts(
+            "node-a",
+            annotations={"hami.io/node-dcu-register": "test-0,1,1024,100,DCU,0,true,0,test:"},
+        )
     )
     assert devices is not None
     (device,) = devices
@@ -149,11 +153,16 @@ def test_the_registration_literal_is_read() -> None:
 @pytest.mark.parametrize("value", [":", "", "test-0,1,1024,100,DCU:"], ids=repr)
 def test_hamis_invalid_registrations_are_errors(value: str) -> None:
     with pytest.raises(InventoryError):
-        VENDOR.decode_node({"hami.io/node-dcu-register": value})
+        VENDOR.decode_node(NodeFacts("node-a", annotations={"hami.io/node-dcu-register": value}))
 
 
 def test_a_node_without_the_registration_has_no_dcu() -> None:
-    assert VENDOR.decode_node({"hami.io/node-register-Ascend910B3": "[]"}) is None
+    assert (
+        VENDOR.decode_node(
+            NodeFacts("node-a", annotations={"hami.io/node-register-Ascend910B3": "[]"})
+        )
+        is None
+    )
 
 
 def test_the_handshake_is_the_dcu_key() -> None:

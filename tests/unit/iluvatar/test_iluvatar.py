@@ -11,6 +11,7 @@ from typing import Any
 import pytest
 
 from vgpu_extender.domain import ContainerRequest, DeviceGrant, PodAssignment, RequestError
+from vgpu_extender.vendors import NodeFacts
 from vgpu_extender.vendors.iluvatar import IluvatarConfig, iluvatar_vendors
 
 VENDORS = {vendor.name: vendor for vendor in iluvatar_vendors({})}
@@ -147,7 +148,9 @@ def test_the_uuid_selector_spells_no_use() -> None:
 
 def test_the_registration_literal_is_read() -> None:
     value = "GPU-bad51c5a-ed4c-591d-91bf-c04a12e19eae,10,8192,100,MR-V100,0,true:"
-    devices = V100.decode_node({"hami.io/node-MR-V100-register": value})
+    devices = V100.decode_node(
+        NodeFacts("node-a", annotations={"hami.io/node-MR-V100-register": value})
+    )
     assert devices is not None
     (device,) = devices
     assert (device.uuid, device.count, device.memory_mib, device.cores, device.type) == (
@@ -158,7 +161,10 @@ def test_the_registration_literal_is_read() -> None:
         "MR-V100",
     )
     assert device.vendor == "MR-V100" and device.healthy
-    assert V100.decode_node({"hami.io/node-MR-V50-register": value}) is None
+    assert (
+        V100.decode_node(NodeFacts("node-a", annotations={"hami.io/node-MR-V50-register": value}))
+        is None
+    )
 
 
 def test_the_handshake_is_per_chip() -> None:

@@ -28,6 +28,7 @@ from vgpu_extender.domain import (
     Reason,
     RequestError,
 )
+from vgpu_extender.vendors import NodeFacts
 from vgpu_extender.vendors.kunlun import KunlunConfig, kunlun_vendors
 from vgpu_extender.vendors.kunlun.inventory_codec import xpus_from_capacity
 from vgpu_extender.vendors.kunlun.request import round_memory
@@ -109,16 +110,16 @@ def test_whole_xpus_from_capacity() -> None:
     assert devices[0] == Device("node-a-kunlun-0", 0, 100, 98304, 100, "kunlun", vendor="kunlun")
     assert [d.numa for d in devices] == [0, 0, 0, 0, 1, 1, 1, 1]
     assert WHOLE.devices_from_capacity("n", {}) == ()
-    assert WHOLE.decode_node({"kunlunxin.com/xpu": "8"}) is None
+    assert WHOLE.decode_node(NodeFacts("node-a", annotations={"kunlunxin.com/xpu": "8"})) is None
     with pytest.raises(InventoryError):
         xpus_from_capacity("n", {"kunlunxin.com/xpu": "1.5"})
 
 
 def test_the_vxpu_register_literal() -> None:
-    assert VXPU.decode_node({"hami.io/node-register-xpu": REGISTER}) == (
-        Device("xpu-0", 0, 1, 98304, 100, "XPU", 0, "hami-core", True, "XPU"),
-    )
-    assert VXPU.decode_node({}) is None
+    assert VXPU.decode_node(
+        NodeFacts("node-a", annotations={"hami.io/node-register-xpu": REGISTER})
+    ) == (Device("xpu-0", 0, 1, 98304, 100, "XPU", 0, "hami-core", True, "XPU"),)
+    assert VXPU.decode_node(NodeFacts("node-a", annotations={})) is None
     devices = VXPU.decode_inventory(REGISTER)
     assert VXPU.encode_inventory(devices) == REGISTER.replace('"index":0,', "")
     with pytest.raises(InventoryError):
@@ -301,11 +302,12 @@ def test_words() -> None:
 
 def test_whole_xpus_through_the_capacity_seam() -> None:
     assert WHOLE.capacity_keys == ("kunlunxin.com/xpu",) and WHOLE.node_keys == ()
-    devices = WHOLE.decode_capacity("node-a", {"kunlunxin.com/xpu": "8"})
+    devices = WHOLE.decode_capacity(NodeFacts("node-a", capacity={"kunlunxin.com/xpu": "8"}))
     assert devices is not None and [d.uuid for d in devices][-1] == "node-a-kunlun-7"
-    assert WHOLE.decode_capacity("node-a", {"kunlunxin.com/xpu": "0"}) is None
+    assert WHOLE.decode_capacity(NodeFacts("node-a", capacity={"kunlunxin.com/xpu": "0"})) is None
     assert (
-        VXPU.capacity_keys == () and VXPU.decode_capacity("n", {"kunlunxin.com/xpu": "8"}) is None
+        VXPU.capacity_keys == ()
+        and VXPU.decode_capacity(NodeFacts("n", capacity={"kunlunxin.com/xpu": "8"})) is None
     )
     with pytest.raises(InventoryError):
-        WHOLE.decode_capacity("node-a", {"kunlunxin.com/xpu": "many"})
+        WHOLE.decode_capacity(NodeFacts("node-a", capacity={"kunlunxin.com/xpu": "many"}))

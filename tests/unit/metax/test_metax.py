@@ -23,6 +23,7 @@ from vgpu_extender.domain import (
     Reason,
     RequestError,
 )
+from vgpu_extender.vendors import NodeFacts
 from vgpu_extender.vendors.metax import MetaxConfig, metax_vendors
 from vgpu_extender.vendors.metax.admission import check_container, pod_annotations
 from vgpu_extender.vendors.metax.inventory_codec import devices_from_capacity
@@ -140,13 +141,16 @@ def test_whole_cards_from_capacity() -> None:
         for i in range(2)
     )
     assert devices_from_capacity("n", {}) == ()
-    assert GPU.decode_node({"metax-tech.com/gpu": "2"}) is None  # capacity, not annotations
+    # The count is the node's capacity, not an annotation.
+    assert GPU.decode_node(NodeFacts("node-a", annotations={"metax-tech.com/gpu": "2"})) is None
     with pytest.raises(InventoryError):
         devices_from_capacity("n", {"metax-tech.com/gpu": "two"})
 
 
 def test_the_sgpu_literal() -> None:
-    assert SGPU.decode_node({"metax-tech.com/node-gpu-devices": SGPU_LITERAL}) == (
+    assert SGPU.decode_node(
+        NodeFacts("node-a", annotations={"metax-tech.com/node-gpu-devices": SGPU_LITERAL})
+    ) == (
         Device(
             "GPU-123",
             0,
@@ -327,13 +331,13 @@ def test_words_are_hamis_and_distinct() -> None:
 def test_whole_cards_through_the_capacity_seam() -> None:
     assert GPU.capacity_keys == ("metax-tech.com/gpu",)
     assert GPU.node_keys == ()
-    assert GPU.decode_capacity("node-a", {"metax-tech.com/gpu": "2"}) == devices_from_capacity(
-        "node-a", {"metax-tech.com/gpu": "2"}
-    )
-    assert GPU.decode_capacity("node-a", {"metax-tech.com/gpu": "0"}) is None
-    assert GPU.decode_capacity("node-a", {"cpu": "8"}) is None
+    assert GPU.decode_capacity(
+        NodeFacts("node-a", capacity={"metax-tech.com/gpu": "2"})
+    ) == devices_from_capacity("node-a", {"metax-tech.com/gpu": "2"})
+    assert GPU.decode_capacity(NodeFacts("node-a", capacity={"metax-tech.com/gpu": "0"})) is None
+    assert GPU.decode_capacity(NodeFacts("node-a", capacity={"cpu": "8"})) is None
     assert SGPU.capacity_keys == () and SGPU.node_keys == ("metax-tech.com/node-gpu-devices",)
-    assert SGPU.decode_capacity("node-a", {"metax-tech.com/gpu": "2"}) is None
+    assert SGPU.decode_capacity(NodeFacts("node-a", capacity={"metax-tech.com/gpu": "2"})) is None
 
 
 def test_the_sgpu_codec_writes_go_json() -> None:

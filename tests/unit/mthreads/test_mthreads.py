@@ -19,6 +19,7 @@ from vgpu_extender.domain import (
     PodAssignment,
     RequestError,
 )
+from vgpu_extender.vendors import NodeFacts
 from vgpu_extender.vendors.mthreads import MthreadsConfig, MthreadsVendor, mthreads_vendors
 from vgpu_extender.vendors.mthreads.admission import INVALID_MEMORY, pod_annotations
 from vgpu_extender.vendors.mthreads.allocation_codec import device_index
@@ -157,7 +158,10 @@ def test_bad_capacity_is_an_inventory_error(capacity: dict[str, str]) -> None:
 
 
 def test_annotations_carry_no_inventory_and_the_standalone_one_round_trips() -> None:
-    assert VENDOR.decode_node({VENDOR.inventory_annotation: "[]"}) is None
+    assert (
+        VENDOR.decode_node(NodeFacts("node-a", annotations={VENDOR.inventory_annotation: "[]"}))
+        is None
+    )
     assert VENDOR.node_keys == ()
     devices = VENDOR.devices_from_capacity(
         "n", {"mthreads.com/sgpu-core": "48", "mthreads.com/sgpu-memory": "288"}

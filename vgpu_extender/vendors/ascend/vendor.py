@@ -14,7 +14,13 @@ from vgpu_extender.vendors.ascend.config import AscendConfig
 from vgpu_extender.vendors.ascend.handshake import AscendHandshake
 from vgpu_extender.vendors.ascend.share import ascend_share
 from vgpu_extender.vendors.ascend.wording import ASCEND_WORDING
-from vgpu_extender.vendors.base import AdmissionNames, ContainerAdmission, NodeHandshake, Vendor
+from vgpu_extender.vendors.base import (
+    AdmissionNames,
+    ContainerAdmission,
+    NodeFacts,
+    NodeHandshake,
+    Vendor,
+)
 
 
 class AscendChipVendor:
@@ -114,14 +120,14 @@ class AscendChipVendor:
     def capacity_keys(self) -> tuple[str, ...]:
         return ()
 
-    def decode_capacity(self, node: str, capacity: Mapping[str, str]) -> tuple[Device, ...] | None:
+    def decode_capacity(self, node: NodeFacts) -> tuple[Device, ...] | None:
         return None
 
-    def decode_node(self, annotations: Mapping[str, str]) -> tuple[Device, ...] | None:
-        value = annotations.get(self.inventory_annotation)
+    def decode_node(self, node: NodeFacts) -> tuple[Device, ...] | None:
+        value = node.annotations.get(self.inventory_annotation)
         if value is None:
             return None
-        mode = inventory_codec.node_mode(annotations, default_core=self._config.hami_vnpu_core)
+        mode = inventory_codec.node_mode(node.annotations, default_core=self._config.hami_vnpu_core)
         return inventory_codec.decode_inventory(value, self._chip, mode=mode)
 
     def encode_inventory(self, devices: Iterable[Device]) -> str:

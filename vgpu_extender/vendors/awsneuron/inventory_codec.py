@@ -1,8 +1,8 @@
-"""AWS Neuron's inventory, from node capacity as HAMi reads it (which ``decode_node`` is
-not given): ``aws.amazon.com/neuron`` devices sharing ``aws.amazon.com/neuroncore``
-evenly; device ``i`` is ``<node>-AWSNeuron-<i>`` with its cores as its allocations, no
-memory, and the node's ``node.kubernetes.io/instance-type`` label as custom info
-``AWSNodeType`` (``inf*`` instances wire their devices in a ring).
+"""AWS Neuron's inventory, from node capacity and labels as HAMi reads them:
+``aws.amazon.com/neuron`` devices sharing ``aws.amazon.com/neuroncore`` evenly; device
+``i`` is ``<node>-AWSNeuron-<i>`` with its cores as its allocations, no memory, and the
+node's ``node.kubernetes.io/instance-type`` label as custom info ``AWSNodeType``
+(``inf*`` instances wire their devices in a ring).
 
 HAMi registers a device's cores as a bitmask (3 for two cores) and ORs the masks of its
 shares; the index adds and subtracts what shares take, so a device's ``cores`` here is

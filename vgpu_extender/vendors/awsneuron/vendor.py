@@ -1,7 +1,6 @@
 """AWS Neuron as a ``Vendor``. HAMi reads its devices from node capacity and the node's
-instance-type label, which ``decode_node`` is not given: it reads none
-(``devices_from_capacity`` is the reading); ``decode_inventory`` reads HAMi's
-registration JSON (a standalone inventory)."""
+instance-type label (``decode_capacity``; ``decode_node`` reads no annotation);
+``decode_inventory`` reads HAMi's registration JSON (a standalone inventory)."""
 
 from __future__ import annotations
 
@@ -13,7 +12,7 @@ from vgpu_extender.vendors.awsneuron import allocation_codec, inventory_codec, r
 from vgpu_extender.vendors.awsneuron.config import CORES_PER_DEVICE, NeuronConfig
 from vgpu_extender.vendors.awsneuron.share import NEURON_SHARE
 from vgpu_extender.vendors.awsneuron.wording import NEURON_WORDING
-from vgpu_extender.vendors.base import AdmissionNames, Vendor
+from vgpu_extender.vendors.base import AdmissionNames, NodeFacts, Vendor
 from vgpu_extender.vendors.hami_vendor import HamiVendor, VendorNames, chip_containers
 
 
@@ -38,14 +37,17 @@ class NeuronVendor(HamiVendor):
     def parse_pod(self, pod: Mapping[str, Any]) -> PodRequest:
         return request.parse_pod(pod, self._config)
 
+    def devices_of(self, node: NodeFacts) -> tuple[Device, ...]:
+        return self.devices_from_capacity(node.name, node.capacity, node.labels)
+
     def devices_from_capacity(
         self,
         node_name: str,
         capacity: Mapping[str, str],
         labels: Mapping[str, str] | None = None,
     ) -> tuple[Device, ...]:
-        """``labels``: the node's, for its instance type (the capacity seam gives none:
-        the devices are then read as wired in aligned groups, not a ring)."""
+        """``labels``: the node's, for its instance type (none: the devices are read as
+        wired in aligned groups, not a ring)."""
         return inventory_codec.devices_from_capacity(
             node_name,
             capacity,

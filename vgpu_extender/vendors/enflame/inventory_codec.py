@@ -1,5 +1,5 @@
 """Enflame inventories as HAMi's scheduler reads them; both need the node's name (the
-device IDs carry it), which ``decode_node`` is not given.
+device IDs carry it).
 
 - ``GCU`` from node capacity ``enflame.com/gcu``: card ``i`` is ``<node>-GCU-<i>``, one
   allocation, memory 100 (HAMi's unit-less whole card), 100 cores.

@@ -1,8 +1,7 @@
 """Enflame's two backends as ``Vendor``s. Both inventories carry the node's name in
-their device IDs, which ``decode_node`` is not given: it reads none, and
-``gcus_from_capacity`` / ``drs_devices`` are the readings for a seam that gives the
-name (and, for ``GCU``, the node's capacity). ``decode_inventory`` reads HAMi's
-registration JSON (a standalone inventory)."""
+their device IDs: ``GCU`` reads the node's capacity (``gcus_from_capacity``), DRS its
+``enflame.com/gcu-drs-capacity`` annotation (``drs_devices``). ``decode_inventory``
+reads HAMi's registration JSON (a standalone inventory)."""
 
 from __future__ import annotations
 
@@ -10,7 +9,7 @@ from collections.abc import Mapping
 from typing import Any
 
 from vgpu_extender.domain import Device, DeviceGrant, PodAssignment, PodRequest
-from vgpu_extender.vendors.base import AdmissionNames, ContainerAdmission, Vendor
+from vgpu_extender.vendors.base import AdmissionNames, ContainerAdmission, NodeFacts, Vendor
 from vgpu_extender.vendors.enflame import admission, allocation_codec, inventory_codec, request
 from vgpu_extender.vendors.enflame.config import EnflameConfig
 from vgpu_extender.vendors.enflame.share import DRS_SHARE, GCU_SHARE
@@ -74,14 +73,9 @@ class EnflameDrsVendor(HamiVendor):
     ) -> ContainerAdmission | None:
         return admission.container_admission(container, self._config)
 
-    def decode_node(self, annotations: Mapping[str, str]) -> tuple[Device, ...] | None:
-        return None
-
-    def drs_devices(
-        self, node_name: str, annotations: Mapping[str, str]
-    ) -> tuple[Device, ...] | None:
-        value = annotations.get(inventory_codec.DRS_ANNOTATION)
-        return None if value is None else inventory_codec.drs_devices(node_name, value)
+    def decode_node(self, node: NodeFacts) -> tuple[Device, ...] | None:
+        value = node.annotations.get(inventory_codec.DRS_ANNOTATION)
+        return None if value is None else inventory_codec.drs_devices(node.name, value)
 
     def extra_annotations(
         self,

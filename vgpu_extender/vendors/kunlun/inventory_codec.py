@@ -1,8 +1,7 @@
 """Kunlunxin inventories as HAMi's scheduler reads them.
 
-- ``kunlun`` from node capacity ``kunlunxin.com/xpu`` (which ``decode_node`` is not
-  given): XPU ``i`` is ``<node>-kunlun-<i>``, 100 allocations, 98304 MiB, 100 cores,
-  NUMA 1 for the upper half of the node's XPUs.
+- ``kunlun`` from node capacity ``kunlunxin.com/xpu``: XPU ``i`` is ``<node>-kunlun-<i>``,
+  100 allocations, 98304 MiB, 100 cores, NUMA 1 for the upper half of the node's XPUs.
 - ``XPU`` from node annotation ``hami.io/node-register-xpu``: HAMi's ``DeviceInfo`` JSON.
 """
 

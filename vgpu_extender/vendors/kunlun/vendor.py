@@ -16,9 +16,9 @@ from vgpu_extender.vendors.kunlun.wording import KUNLUN_WORDING
 
 
 class KunlunVendor(HamiVendor):
-    """Whole P800 XPUs. HAMi reads them from node capacity ``kunlunxin.com/xpu``, which
-    ``decode_node`` is not given: it reads none (``xpus_from_capacity`` is the reading);
-    ``decode_inventory`` reads HAMi's registration JSON (a standalone inventory)."""
+    """Whole P800 XPUs. HAMi reads them from node capacity ``kunlunxin.com/xpu``
+    (``decode_capacity``, through ``xpus_from_capacity``; ``decode_node`` reads no
+    annotation); ``decode_inventory`` reads HAMi's registration JSON (a standalone inventory)."""
 
     def __init__(self, config: KunlunConfig | None = None) -> None:
         self._config = config or KunlunConfig()

@@ -7,7 +7,12 @@ from typing import Any
 
 from vgpu_extender.domain import Device, DeviceGrant, PodAssignment, PodRequest, Wording
 from vgpu_extender.domain.share import ShareModel
-from vgpu_extender.vendors.base import AdmissionNames, ContainerAdmission, NodeHandshake
+from vgpu_extender.vendors.base import (
+    AdmissionNames,
+    ContainerAdmission,
+    NodeFacts,
+    NodeHandshake,
+)
 from vgpu_extender.vendors.nvidia import allocation_codec, inventory_codec, request
 from vgpu_extender.vendors.nvidia.config import NvidiaConfig
 from vgpu_extender.vendors.nvidia.share import NVIDIA_SHARE
@@ -100,11 +105,11 @@ class NvidiaVendor:
     def capacity_keys(self) -> tuple[str, ...]:
         return ()
 
-    def decode_capacity(self, node: str, capacity: Mapping[str, str]) -> tuple[Device, ...] | None:
+    def decode_capacity(self, node: NodeFacts) -> tuple[Device, ...] | None:
         return None
 
-    def decode_node(self, annotations: Mapping[str, str]) -> tuple[Device, ...] | None:
-        value = annotations.get(self._config.register_annotation)
+    def decode_node(self, node: NodeFacts) -> tuple[Device, ...] | None:
+        value = node.annotations.get(self._config.register_annotation)
         return None if value is None else self.decode_inventory(value)
 
     def encode_inventory(self, devices: Iterable[Device]) -> str:
