@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import re
 from pathlib import Path, PurePosixPath
 from typing import Any
 
@@ -18,6 +19,7 @@ from tests.deploy.app_surface import (
     settings_fields,
 )
 from tests.deploy.dockerfiles import dockerfile
+from tests.deploy.env_expansion import expanded_env
 from tests.deploy.manifests import (
     BASE,
     OVERLAYS,
@@ -38,6 +40,9 @@ PLUGIN = container(DAEMONSET, "device-plugin")
 #: Settings that must name an existing file; the manifests point into mounted volumes.
 #: Read by the NVIDIA container runtime, not by the application.
 NVIDIA_RUNTIME_ENV = {"NVIDIA_VISIBLE_DEVICES", "NVIDIA_DRIVER_CAPABILITIES"}
+#: The per-vendor switches VGPU_VENDOR is expanded from (no settings themselves: a
+#: misspelt one stays unexpanded in VGPU_VENDOR, which then fails the start).
+VENDOR_SWITCHES = set(re.findall(r"\$\((\w+)\)", env_values(EXTENDER)["VGPU_VENDOR"]))
 FILE_FIELDS = {"tls_cert", "tls_key", "inventory_file", "kubeconfig", "static_file"}
 
 
@@ -47,7 +52,7 @@ def _env_names(spec: dict[str, Any]) -> list[str]:
 
 def _settings_values(cls: Any, spec: dict[str, Any], extra: dict[str, str]) -> dict[str, Any]:
     prefix = env_prefix(cls)
-    values = {**env_values(spec), **extra}
+    values = {**expanded_env(spec), **extra}
     return {
         name[len(prefix) :].lower(): value
         for name, value in values.items()
@@ -58,7 +63,7 @@ def _settings_values(cls: Any, spec: dict[str, Any], extra: dict[str, str]) -> d
 @pytest.mark.parametrize(
     ("spec", "cls_getter", "others"),
     [
-        (EXTENDER, extender_settings_class, set()),
+        (EXTENDER, extender_settings_class, VENDOR_SWITCHES),
         (PLUGIN, device_plugin_settings_class, NVIDIA_RUNTIME_ENV),
     ],
     ids=["extender", "device-plugin"],

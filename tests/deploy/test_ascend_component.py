@@ -18,11 +18,11 @@ import pytest
 import yaml
 from celpy.adapter import json_to_cel
 
+from tests.deploy.env_expansion import expanded_env
 from tests.deploy.manifests import (
     BASE,
     COMPONENTS,
     container,
-    env_values,
     find,
     normalised,
     object_key,
@@ -89,7 +89,7 @@ def test_everything_of_base_stays_and_the_agent_is_added() -> None:
 
 def test_the_extender_serves_nvidia_and_every_ascend_chip() -> None:
     deployment = find(_objects(), "Deployment", "vgpu-scheduler")
-    vendor = env_values(container(deployment, "vgpu-extender"))["VGPU_VENDOR"]
+    vendor = expanded_env(container(deployment, "vgpu-extender"))["VGPU_VENDOR"]
     assert vendor == "nvidia,ascend"
     vendors = create_vendor_set(vendor, Settings(vendor=vendor).vendor_config)
     managed = {m["name"] for m in scheduler_config(_objects())["extenders"][0]["managedResources"]}
