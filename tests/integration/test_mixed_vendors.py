@@ -1,0 +1,179 @@
+"""Every vendor in one cluster, scheduled through the real app over HTTP.
+
+The extender serves every vendor of the registry (``VGPU_VENDOR`` lists them all); the
+test Kubernetes API server holds a node of each vendor word as its device plugin leaves
+it (tests/support/mixed_vendors.py). For each vendor, kube-scheduler's filter, prioritize
+and bind place a shared and a whole ask on the vendor's node and nowhere else, pods fill
+the node until the next is refused with a reason, the bind's annotations decode (the
+vendor's ``decode_assignment``) to the store's rows, and a fresh extender with an empty
+store imports every pod from those annotations alone.
+"""
+
+from __future__ import annotations
+
+from pathlib import Path
+from typing import Any
+
+from tests.support.apiserver import FakeApiServer
+from tests.support.mixed_vendors import ALL_VENDORS, Ask, Kind, kinds, node_of, pod_of
+from tests.support.server import RunningExtender, args, bind_args, serve, standalone_settings
+from tests.support.waiting import eventually
+from vgpu_extender.api import create_app
+from vgpu_extender.kube.real import RealKubeClient
+from vgpu_extender.vendors import Vendor, VendorSet, create_vendor_set
+from vgpu_extender.vendors.registry import VENDORS as VENDOR_NAMES
+from vgpu_extender.vendors.registry import create_vendors
+
+VENDORS = create_vendor_set(ALL_VENDORS)
+KINDS = kinds(VENDORS)
+NODES = [kind.node for kind in KINDS]
+
+#: (container index, device, memory, cores) of each of a pod's grants.
+Grants = set[tuple[int, str, int, int]]
+
+
+def _vendor(word: str) -> Vendor:
+    vendor = VENDORS.get(word)
+    assert vendor is not None
+    return vendor
+
+
+def _start(tmp_path: Path, kube: RealKubeClient) -> RunningExtender:
+    running = serve(create_app(standalone_settings(tmp_path, vendor=ALL_VENDORS), kube=kube))
+    index = running.runtime.cluster.index
+    eventually(lambda: all(name in index for name in NODES), "every node listed")
+    return running
+
+
+def _filter(running: RunningExtender, pod: dict[str, Any]) -> tuple[list[str], dict[str, str]]:
+    answer = running.verb("/filter", args(pod, NODES))
+    failed = {**answer["FailedNodes"], **answer["FailedAndUnresolvableNodes"]}
+    return answer["NodeNames"], failed
+
+
+def _place(
+    running: RunningExtender, apiserver: FakeApiServer, kind: Kind, name: str, ask: Ask
+) -> Grants:
+    """filter, prioritize and bind as kube-scheduler does; the pod's grants, as the store
+    holds them, once the bind annotations decode to the same."""
+    pod = pod_of(name, ask)
+    feasible, failed = _filter(running, pod)
+    assert feasible == [kind.node], (name, failed.get(kind.node))
+    assert set(failed) == set(NODES) - {kind.node}
+    assert all(failed.values())
+    scores = running.verb("/prioritize", args(pod, feasible))
+    assert {s["Host"] for s in scores} <= set(feasible)
+    apiserver.add_pod(pod)
+    assert running.verb("/bind", bind_args(pod, kind.node)) == {"Error": ""}
+    rows = {
+        (r.container_index, r.device_uuid, r.memory_mib, r.cores)
+        for r in running.live_rows(pod["metadata"]["uid"])
+    }
+    assert rows, name
+    vendor = _vendor(kind.word)
+    annotations = apiserver.get_pod("default", name)["metadata"]["annotations"]
+    assert annotations[vendor.node_annotation] == kind.node
+    decoded = vendor.decode_assignment(annotations[vendor.assignment_annotation])
+    assert {
+        (i, g.uuid, g.memory_mib, g.cores) for i, grants in enumerate(decoded) for g in grants
+    } == rows, name
+    assert {g.vendor for grants in decoded for g in grants} == {kind.word}
+    return rows
+
+
+def _devices_of(running: RunningExtender, node: str) -> set[str]:
+    index = running.runtime.cluster.index
+    row = index.row_of(node)
+    assert row is not None
+    return {device.uuid for device in index.devices(row)}
+
+
+def _check_kind(running: RunningExtender, apiserver: FakeApiServer, kind: Kind) -> None:
+    on_node = _devices_of(running, kind.node)
+    assert on_node
+    tag = kind.node
+    placed: list[Grants] = []
+    if kind.shared is not None:
+        shared = _place(running, apiserver, kind, f"{tag}-shared", kind.shared)
+        placed.append(shared)
+    if kind.whole is not None:
+        whole = _place(running, apiserver, kind, f"{tag}-whole", kind.whole)
+        placed.append(whole)
+        if kind.shared is not None:
+            # A whole ask never shares a device with the shared one.
+            assert not {g[1] for g in whole} & {g[1] for g in placed[0]}
+    for i in range(kind.fills):
+        placed.append(_place(running, apiserver, kind, f"{tag}-fill{i}", kind.fill))
+    assert all({g[1] for g in grants} <= on_node for grants in placed)
+    # Full: the next pod is refused, with the vendor's reason.
+    feasible, failed = _filter(running, pod_of(f"{tag}-late", kind.fill))
+    assert kind.node not in feasible
+    assert failed[kind.node], tag
+
+
+def _no_over_allocation(running: RunningExtender) -> None:
+    cols = running.runtime.cluster.index.cols
+    for free, total in (
+        (cols.slots_free, cols.slots_total),
+        (cols.mem_free, cols.mem_total),
+        (cols.cores_free, cols.cores_total),
+    ):
+        assert (free[cols.valid] >= 0).all() and (free <= total).all()
+
+
+def _held(running: RunningExtender) -> dict[str, Grants]:
+    return {
+        a.pod_uid: {
+            (i, g.uuid, g.memory_mib, g.cores)
+            for i, grants in enumerate(a.assignment.containers)
+            for g in grants
+        }
+        for a in running.runtime.cluster.index.allocations()
+    }
+
+
+def test_every_vendor_in_one_cluster(
+    apiserver: FakeApiServer, real_kube: RealKubeClient, tmp_path: Path
+) -> None:
+    for kind in KINDS:
+        apiserver.add_node(node_of(kind))
+    running = _start(tmp_path, real_kube)
+    try:
+        vendors = running.runtime.cluster.vendors
+        assert isinstance(vendors, VendorSet)
+        # Every member of every vendor has a node here, and every node's devices are its.
+        served = {m.name for m in vendors.members}
+        assert {kind.word for kind in KINDS} <= served
+        for name in VENDOR_NAMES:
+            words = {m.name for m in create_vendors(name)}
+            assert words & {kind.word for kind in KINDS}, f"no node of vendor {name}"
+        for kind in KINDS:
+            index = running.runtime.cluster.index
+            row = index.row_of(kind.node)
+            assert row is not None
+            assert {d.vendor for d in index.devices(row)} == {kind.word}, kind.node
+        for kind in KINDS:
+            _check_kind(running, apiserver, kind)
+        _no_over_allocation(running)
+        # The admin API shows each node's devices under its vendor, with the pods on them.
+        listed = running.client.get("/api/v1/nodes?devices=true").json()
+        by_name = {n["name"]: n for n in listed}
+        for kind in KINDS:
+            devices = by_name[kind.node]["devices"]
+            assert {d["vendor"] for d in devices} == {kind.word}
+            assert any(d["pods"] for d in devices), kind.node
+        held = _held(running)
+    finally:
+        running.stop()
+    assert len(held) == sum((k.shared is not None) + (k.whole is not None) + k.fills for k in KINDS)
+
+    # The annotations alone are enough: a fresh extender on an empty store imports each pod.
+    (tmp_path / "fresh").mkdir()
+    fresh = _start(tmp_path / "fresh", real_kube)
+    try:
+        index = fresh.runtime.cluster.index
+        eventually(lambda: all(index.allocation(uid) for uid in held), "every pod imported")
+        assert _held(fresh) == held
+        _no_over_allocation(fresh)
+    finally:
+        fresh.stop()
