@@ -6,17 +6,28 @@ it (tests/support/mixed_vendors.py). For each vendor, kube-scheduler's filter, p
 and bind place a shared and a whole ask on the vendor's node and nowhere else, pods fill
 the node until the next is refused with a reason, the bind's annotations decode (the
 vendor's ``decode_assignment``) to the store's rows, and a fresh extender with an empty
-store imports every pod from those annotations alone.
+store imports every pod from those annotations alone. The webhook, called once per
+vendor entry of deploy/'s components, mutates a pod of every vendor as it does once.
 """
 
 from __future__ import annotations
 
+import base64
+import copy
+import json
 from pathlib import Path
 from typing import Any
 
 from tests.support.apiserver import FakeApiServer
 from tests.support.mixed_vendors import ALL_VENDORS, Ask, Kind, kinds, node_of, pod_of
-from tests.support.server import RunningExtender, args, bind_args, serve, standalone_settings
+from tests.support.server import (
+    RunningExtender,
+    args,
+    bind_args,
+    serve,
+    standalone_settings,
+    start_extender,
+)
 from tests.support.waiting import eventually
 from vgpu_extender.api import create_app
 from vgpu_extender.kube.real import RealKubeClient
@@ -177,3 +188,59 @@ def test_every_vendor_in_one_cluster(
         _no_over_allocation(fresh)
     finally:
         fresh.stop()
+
+
+def _admitted(running: RunningExtender, pod: dict[str, Any]) -> tuple[dict[str, Any], int]:
+    """The pod as the API server keeps it after the webhook's answer, and how many
+    changes the answer made (RFC 6902 ``add``, the only operation the webhook emits)."""
+    review = {
+        "apiVersion": "admission.k8s.io/v1",
+        "kind": "AdmissionReview",
+        "request": {
+            "uid": "u-1",
+            "kind": {"group": "", "version": "v1", "kind": "Pod"},
+            "namespace": "default",
+            "operation": "CREATE",
+            "object": pod,
+        },
+    }
+    response = running.client.post("/webhook", json=review).json()["response"]
+    assert response["allowed"] is True, response
+    operations = json.loads(base64.b64decode(response["patch"])) if "patch" in response else []
+    result = copy.deepcopy(pod)
+    for op in operations:
+        assert op["op"] == "add", op
+        *parents, last = [
+            t.replace("~1", "/").replace("~0", "~") for t in op["path"].split("/")[1:]
+        ]
+        target: Any = result
+        for token in parents:
+            target = target[int(token)] if isinstance(target, list) else target[token]
+        if isinstance(target, list):
+            target.append(op["value"]) if last == "-" else target.insert(int(last), op["value"])
+        else:
+            target[last] = op["value"]
+    return result, len(operations)
+
+
+def test_a_pod_of_every_vendor_admitted_once_per_webhook_entry(tmp_path: Path) -> None:
+    # deploy/'s components add one webhook entry per vendor: a pod asking for several
+    # vendors' resources is admitted once per entry, the second time as the first left it.
+    running = start_extender(standalone_settings(tmp_path, vendor=ALL_VENDORS))
+    try:
+        asks = [kind.shared or kind.whole for kind in KINDS]
+        # Asks the webhook rewrites: several Moore Threads GPUs, several Iluvatar chips.
+        asks += [Ask({"mthreads.com/vgpu": "2"}), Ask({"iluvatar.ai/BI-V150-vgpu": "2"})]
+        pod = pod_of("every-vendor", Ask({}))
+        del pod["spec"]["schedulerName"]
+        pod["spec"]["containers"] = [
+            {"name": f"c{i}", "image": "x", "resources": {"limits": dict(ask.limits)}}
+            for i, ask in enumerate(a for a in asks if a is not None)
+        ]
+        once, changes = _admitted(running, pod)
+        assert once["spec"]["schedulerName"] == "vgpu-scheduler"
+        assert changes > 1
+        twice, again = _admitted(running, once)
+        assert (twice, again) == (once, 0)
+    finally:
+        running.stop()
