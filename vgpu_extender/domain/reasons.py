@@ -35,6 +35,9 @@ class Reason(StrEnum):
     #: Enough devices fit one by one, but no set of them meets the vendor's topology rule
     #: (Ascend 910C's whole modules).
     COMBINATION = "combination"
+    #: The vendor puts every container of a pod on one device (HAMi's
+    #: ``customFilterRule``), and the pod's earlier containers hold another.
+    SAME_DEVICE = "same-device"
     CPU = "cpu"
     HOST_MEMORY = "host-memory"
     LABEL = "label"
@@ -100,6 +103,7 @@ NEUTRAL_WORDING = Wording(
         Reason.NO_COMPUTE: "no compute left on any device",
         Reason.MODE_MISMATCH: "device mode mismatch",
         Reason.COMBINATION: "no device combination fits",
+        Reason.SAME_DEVICE: "containers of one pod need one device",
         Reason.CPU: "insufficient cpu",
         Reason.HOST_MEMORY: "insufficient memory",
         Reason.LABEL: "missing priority label",

@@ -21,7 +21,9 @@ class ContainerRequest:
     (Ascend's ``hami-core``); empty takes the device's. ``also`` holds this container's
     asks of other vendors (HAMi lets one container ask for NVIDIA and Ascend at once):
     each is one more share of its own vendor's devices, written into that vendor's
-    annotations at the same container position.
+    annotations at the same container position. ``mutex``: the pod asks that no device
+    it is given be in use (HAMi's ``hami.io/gpu-scheduler-policy: mutex``); it binds only
+    vendors whose share model honours it.
     """
 
     name: str
@@ -34,6 +36,7 @@ class ContainerRequest:
     vendor: str = ""
     mode: str = ""
     also: tuple[ContainerRequest, ...] = ()
+    mutex: bool = False
     #: Allocation slots one share takes on each of its devices.
     slots: ClassVar[int] = 1
 

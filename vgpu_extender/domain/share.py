@@ -8,6 +8,11 @@ table: the vectorised fit over the whole device grid, the explanation of rejecte
 the exact device choice, the plain reference, the store's re-check at bind and the
 fragmentation policy.
 
+Two of a vendor's rules reach past one share, and are declared as data too: whether the
+pod's mutex policy binds its devices (``honours_mutex``: one more stage, in force for a
+demand that asks it), and whether a pod's containers go on one device
+(``one_device_per_pod``: the device choice and the reference apply it).
+
 A stage's test is written once and serves both the grid and a single device: it only
 compares and does arithmetic on the ``Capacity`` values it is given, which are NumPy
 arrays (one cell per device) or plain ints (one device), and returns a mask of the same
@@ -16,8 +21,8 @@ shape or a bool.
 
 from __future__ import annotations
 
-from collections.abc import Callable, Sequence
-from dataclasses import dataclass
+from collections.abc import Callable, Collection, Sequence
+from dataclasses import dataclass, field
 from typing import Any, NamedTuple, Protocol
 
 from vgpu_extender.domain.assignment import DeviceUsage
@@ -68,6 +73,11 @@ class ShareDemand(Protocol):
         """Whether the share asks for the device alone."""
         ...
 
+    @property
+    def mutex(self) -> bool:
+        """Whether the pod asks for devices no one else uses (HAMi's mutex policy)."""
+        ...
+
     def memory_on(self, device_memory_mib: Any) -> Any:
         """MiB it takes on a device (or each device of a grid) with that much memory."""
         ...
@@ -109,6 +119,36 @@ class Stage:
     when_empty: bool = True
 
 
+def _unused(free: CapacityView, total: CapacityView, demand: ShareDemand) -> object:
+    # HAMi: isMutex && Used > 0 is a conflict.
+    return free.slots == total.slots
+
+
+def _mutex_text(where: str, used: Capacity, total: Capacity, demand: ShareDemand) -> str:
+    return (
+        f"{where} is in use by {used.slots - demand.slots} allocation(s); "
+        "the pod's mutex policy needs an unused device"
+    )
+
+
+#: HAMi's ``mutex`` device policy, for a vendor that honours it: a device in use is not
+#: shared. It follows the slots stage, as in HAMi's Fit.
+MUTEX_STAGE = Stage(Reason.EXCLUSIVE, _unused, _mutex_text, when_empty=False)
+
+
+def _with_mutex(stages: tuple[Stage, ...]) -> tuple[Stage, ...]:
+    """``stages`` with the mutex stage after the slots stage (first without one)."""
+    at = next((i + 1 for i, stage in enumerate(stages) if stage.reason is Reason.SLOTS), 0)
+    return (*stages[:at], MUTEX_STAGE, *stages[at:])
+
+
+def one_device_allows(earlier: Collection[str], candidate: str) -> bool:
+    """HAMi's ``customFilterRule`` of a vendor that puts a pod on one device: the
+    device ``candidate`` may be given when every device the pod's earlier containers
+    hold (``earlier``, UUIDs) is that one."""
+    return all(uuid == candidate for uuid in earlier)
+
+
 @dataclass(frozen=True, slots=True)
 class ShareModel:
     """A vendor's devices as the engine sees them: the ordered stages of one share, and
@@ -142,10 +182,25 @@ class ShareModel:
     #: still be carved from it with its free slots (all of it when the device is empty).
     memory_quantum: int = 1
     memory_piece: int = 0
+    #: Whether a pod's mutex policy binds the vendor's devices (``MUTEX_STAGE``); a
+    #: vendor whose devices are only ever given whole and alone need not say so.
+    honours_mutex: bool = False
+    #: Whether every container of a pod goes on one device (Moore Threads: "only one
+    #: mthreads device can be shared in a pod", ``one_device_allows``); the device
+    #: choice and the reference apply it, a pod of several containers being confirmed
+    #: by the exact choice anyway.
+    one_device_per_pod: bool = False
+    #: ``stages`` with the mutex stage where the vendor honours it, made once.
+    mutex_stages: tuple[Stage, ...] = field(init=False, repr=False, compare=False, default=())
+
+    def __post_init__(self) -> None:
+        chosen = _with_mutex(self.stages) if self.honours_mutex else self.stages
+        object.__setattr__(self, "mutex_stages", chosen)
 
     def stages_for(self, demand: ShareDemand) -> tuple[Stage, ...]:
         """The stages in force for ``demand``, in order."""
-        return tuple(stage for stage in self.stages if stage.applies(demand))
+        stages = self.mutex_stages if demand.mutex else self.stages
+        return tuple(stage for stage in stages if stage.applies(demand))
 
 
 @dataclass(frozen=True, slots=True)
@@ -158,6 +213,8 @@ class HeldShare:
     cores: int
     exclusive: bool
     memory_percent: int = 0
+    #: The store re-checks what a device holds, not how the pod asked for it.
+    mutex: bool = False
 
     def memory_on(self, device_memory_mib: Any) -> Any:
         return self.memory_mib
@@ -174,6 +231,14 @@ class ShareModels:
 
     default: ShareModel
     by_vendor: tuple[tuple[str, ShareModel], ...] = ()
+    #: Whether any model spans a pod's containers (``one_device_per_pod``): the device
+    #: choice looks for such rules only then.
+    spans_containers: bool = field(init=False, repr=False, compare=False, default=False)
+
+    def __post_init__(self) -> None:
+        models = (self.default, *(model for _, model in self.by_vendor))
+        spans = any(model.one_device_per_pod for model in models)
+        object.__setattr__(self, "spans_containers", spans)
 
     def of(self, vendor: str) -> ShareModel:
         """The share model for devices (or an ask) of ``vendor``."""

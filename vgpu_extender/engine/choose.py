@@ -4,9 +4,10 @@ Runs only on the node kube-scheduler picked (at bind) or on the few nodes a
 multi-container pod needs confirmed, so a plain loop over a handful of devices is
 the right tool. The policy only orders candidate devices; whether a share fits one
 device is the share model's stage table (``engine.rules``); the placement rules live
-here: a device at most once per container, NUMA binding, and init containers sized
-against the node before the pod (they run before the app containers, so the pod's
-footprint is the larger of the two, see PodAssignment).
+here: a device at most once per container, NUMA binding, a vendor's one device per pod
+(``ShareModel.one_device_per_pod``), and init containers sized against the node before
+the pod (they run before the app containers, so the pod's footprint is the larger of
+the two, see PodAssignment).
 """
 
 from __future__ import annotations
@@ -24,7 +25,13 @@ from vgpu_extender.domain import (
     Reason,
     Rejection,
 )
-from vgpu_extender.domain.share import Capacity, ShareModel, ShareModels, Stage
+from vgpu_extender.domain.share import (
+    Capacity,
+    ShareModel,
+    ShareModels,
+    Stage,
+    one_device_allows,
+)
 from vgpu_extender.engine.columns import UNLIMITED
 from vgpu_extender.engine.index import ClusterIndex
 from vgpu_extender.engine.rules import first_failing
@@ -170,6 +177,12 @@ def choose_devices(
         return Rejection(Reason.HOST_MEMORY, request.host_memory_mib, int(cols.hostmem_free[row]))
     numa = [d.numa for d in base.devices] if request.numa_bind else None
     running = base.copy()
+    # The devices the pod's earlier containers hold, by vendor word, for vendors that put
+    # a pod on one device; init and app containers apart (HAMi fits each group against
+    # its own list). None where no vendor of the index has such a rule.
+    held: tuple[dict[str, set[str]], dict[str, set[str]]] | None = None
+    if index.shares.spans_containers:
+        held = ({}, {})
     grants: list[tuple[DeviceGrant, ...]] = []
     for container in request.containers:
         asks = [ask for ask in container.asks if ask.wants_devices]
@@ -182,10 +195,16 @@ def choose_devices(
         state = base.copy() if container.init else running
         granted: list[DeviceGrant] = []
         for ask in asks:
-            picked = _pick(state, ask, ranker, numa)
+            earlier = None
+            if held is not None and state.shares.of(ask.vendor).one_device_per_pod:
+                group = held[1] if container.init else held[0]
+                earlier = group.setdefault(ask.vendor, set())
+            picked = _pick(state, ask, ranker, numa, earlier)
             if isinstance(picked, Rejection):
                 return picked
             granted.extend(state.take(slot, ask) for slot in picked)
+            if earlier is not None:
+                earlier.update(state.devices[slot].uuid for slot in picked)
         grants.append(tuple(granted))
     return PodAssignment(node, tuple(grants), tuple(c.init for c in request.containers))
 
@@ -195,7 +214,10 @@ def _pick(
     container: ContainerRequest,
     ranker: DeviceRanker,
     numa: list[int] | None,
+    earlier: set[str] | None = None,
 ) -> list[int] | Rejection:
+    """The slots ``container`` takes, or why it cannot fit; ``earlier``: the devices the
+    pod's earlier containers hold, where its vendor puts a pod on one device."""
     k = container.count
     failures: dict[Reason, int] = {}
     fitting: list[int] = []
@@ -238,6 +260,22 @@ def _pick(
     if len(slots) < k:
         reason = Reason.NOT_ENOUGH_DEVICES if slots else Reason.NO_DEVICES
         return Rejection(reason, k, len(slots), unresolvable=True)
+    if earlier:
+        # The vendor's rule over the pod's containers comes after every stage, as HAMi's
+        # customFilterRule does.
+        allowed = [slot for slot in fitting if one_device_allows(earlier, devices[slot].uuid)]
+        if len(allowed) < k and len(allowed) < len(fitting):
+            # Devices that would fit but for the rule: the rule is why the node refuses.
+            noun = share.noun
+            if len(earlier) == 1:
+                why_not = f"the pod's containers share the {noun} its earlier ones hold"
+            else:  # no device is each of them: never
+                why_not = f"the pod's earlier containers hold {len(earlier)} {noun}s"
+            detail = f"{len(allowed)} of {k} {noun}s fit; {why_not}"
+            return Rejection(
+                Reason.SAME_DEVICE, k, len(allowed), unresolvable=len(earlier) > 1, detail=detail
+            )
+        fitting = allowed
     if len(fitting) < k:
         # Devices the pod can never use explain nothing when others are merely in use.
         never = (Reason.UNHEALTHY, Reason.MODE_MISMATCH)

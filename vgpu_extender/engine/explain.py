@@ -44,9 +44,9 @@ _HIGHEST = np.iinfo(np.int64).max
 #: Most devices gathered at once: 8192 int64 cells are 64 KiB, a size the allocator
 #: reuses (larger copies are mapped and faulted in afresh on every call).
 _CHUNK_CELLS = 8192
-#: A container's shape: count, MiB, memory percent, cores, vendor word and mode (what
-#: explaining reads of it).
-_Shape = tuple[int, int, int, int, str, str]
+#: A container's shape: count, MiB, memory percent, cores, vendor word, mode and the
+#: mutex policy (what explaining reads of it).
+_Shape = tuple[int, int, int, int, str, str, bool]
 
 
 def explain_rows(
@@ -105,9 +105,10 @@ def request_key(request: PodRequest) -> Hashable:
     """The share model's part of a request's signature (``Profile.signature`` adds the
     plug-ins'): everything of ``request`` that fit and explaining read, that is the
     distinct device container shapes in order (the demand every stage reads: count,
-    memory, memory percent, cores; exclusivity follows from the cores; none means the pod
-    is not managed), the selector, NUMA binding and the host requests. Not the pod's
-    identity, priority or policies, nor containers' names or init flags."""
+    memory, memory percent, cores, vendor, mode, mutex; exclusivity follows from the
+    cores; none means the pod is not managed), the selector, NUMA binding and the host
+    requests. Not the pod's identity, priority or policies, nor containers' names or
+    init flags."""
     return (
         tuple(_distinct(request.device_containers)),
         request.selector,
@@ -126,7 +127,8 @@ def _distinct(containers: Sequence[ContainerRequest]) -> dict[_Shape, ContainerR
     """The first container of each shape, by shape, in order."""
     seen: dict[_Shape, ContainerRequest] = {}
     for c in containers:
-        seen.setdefault((c.count, c.memory_mib, c.memory_percent, c.cores, c.vendor, c.mode), c)
+        shape = (c.count, c.memory_mib, c.memory_percent, c.cores, c.vendor, c.mode, c.mutex)
+        seen.setdefault(shape, c)
     return seen
 
 

@@ -67,6 +67,8 @@ def reference_fits(index: ClusterIndex, request: PodRequest, node: str) -> bool:
         and d.uuid not in inv.cordoned
         and (not sel.judges(d.vendor) or (sel.accepts_type(d.type) and sel.accepts_uuid(d.uuid)))
     ]
+    # Per vendor word, the devices earlier init (True) or app (False) containers hold.
+    held: dict[tuple[bool, str], set[str]] = {}
     for container in request.containers:
         asks = [ask for ask in container.asks if ask.wants_devices]
         if not asks:
@@ -74,12 +76,14 @@ def reference_fits(index: ClusterIndex, request: PodRequest, node: str) -> bool:
         state = {u: list(v) for u, v in base.items()} if container.init else free
         for c in asks:
             share = index.shares.of(c.vendor)
+            earlier = held.setdefault((container.init, c.vendor), set())
             fitting = [
                 d
                 for d in usable
                 if (not c.vendor or d.vendor == c.vendor)
                 and (not c.mode or d.mode == c.mode)
                 and _device_fits(share, d, state[d.uuid], c)
+                and (not share.one_device_per_pod or all(u == d.uuid for u in earlier))
             ]
             if request.numa_bind:
                 groups: dict[int, list[Device]] = {}
@@ -94,6 +98,7 @@ def reference_fits(index: ClusterIndex, request: PodRequest, node: str) -> bool:
                     return False
                 fitting = [fitting[i] for i in chosen]
             for d in fitting[: c.count]:
+                earlier.add(d.uuid)
                 used = share.consumed(Capacity(d.count, d.memory_mib, d.cores), c)
                 state[d.uuid][0] -= used.memory
                 state[d.uuid][1] -= used.cores

@@ -30,7 +30,15 @@ def topology_scores(index: ClusterIndex, request: PodRequest, rows: IntVec) -> F
         share = index.shares.of(ask.vendor)
         if share.group_key is None or ask.count <= 1:
             continue
-        shape = (ask.count, ask.memory_mib, ask.memory_percent, ask.cores, ask.vendor, ask.mode)
+        shape = (
+            ask.count,
+            ask.memory_mib,
+            ask.memory_percent,
+            ask.cores,
+            ask.vendor,
+            ask.mode,
+            ask.mutex,
+        )
         key = ("topology", shape, request.selector)
 
         def compute(ix: ClusterIndex, changed: IntVec, ask: ContainerRequest = ask) -> FloatVec:

@@ -10,7 +10,7 @@ the NVIDIA vendor's rule) are the same for every vendor.
 from __future__ import annotations
 
 from collections.abc import Callable, Mapping, Sequence
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
 from types import MappingProxyType
 from typing import Any
 
@@ -18,6 +18,12 @@ from vgpu_extender.domain import ContainerRequest, DeviceSelector, PodRequest, R
 from vgpu_extender.domain.quantity import quantity_to_mib, quantity_to_milli
 
 _EMPTY: Mapping[str, Any] = MappingProxyType({})
+
+#: HAMi's per-pod device policy: ``binpack``, ``spread``, ``numa``, ``mutex``,
+#: ``topology-aware``, or a comma chain of them.
+DEVICE_POLICY_ANNOTATION = "hami.io/gpu-scheduler-policy"
+#: The chain item that keeps the pod off devices in use (``util.PolicyContains``).
+MUTEX = "mutex"
 
 
 @dataclass(frozen=True, slots=True)
@@ -74,6 +80,8 @@ def parse_pod(
         app_cpu += cpu
         app_mem += mem
 
+    if asks_mutex(annotations):
+        containers = [with_mutex(c) for c in containers]
     priority = spec.get("priority")
     if priority is None:
         priority = 0
@@ -89,6 +97,24 @@ def parse_pod(
         cpu_milli=max(app_cpu, init_cpu),
         host_memory_mib=max(app_mem, init_mem),
     )
+
+
+def asks_mutex(annotations: Mapping[str, Any], key: str = DEVICE_POLICY_ANNOTATION) -> bool:
+    """Whether the pod's device policy chain names ``mutex`` (items trimmed, any case);
+    a value that is not a string is a ``RequestError``. Other items are the NVIDIA
+    vendor's to read."""
+    raw = annotations.get(key)
+    if raw is None:
+        return False
+    if not isinstance(raw, str):
+        raise RequestError("annotation value must be a string", field=key, value=raw)
+    return any(item.strip().lower() == MUTEX for item in raw.split(","))
+
+
+def with_mutex(container: ContainerRequest) -> ContainerRequest:
+    """``container`` (and its asks of other vendors) under the pod's mutex policy."""
+    also = tuple(replace(ask, mutex=True) for ask in container.also)
+    return replace(container, mutex=True, also=also)
 
 
 def uuid_selector(use_key: str, avoid_key: str) -> SelectorReader:

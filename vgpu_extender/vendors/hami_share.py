@@ -136,10 +136,16 @@ GENERIC_STAGES = generic_stages()
 
 
 def generic_share(
-    name: str, *, noun: str, pick: PickRule | None = None, pick_refuses: bool = False
+    name: str,
+    *,
+    noun: str,
+    pick: PickRule | None = None,
+    pick_refuses: bool = False,
+    one_device_per_pod: bool = False,
 ) -> ShareModel:
     """The share model of a vendor whose Fit is HAMi's generic one; no pick rule unless
-    the vendor has a real topology or size rule."""
+    the vendor has a real topology or size rule. The generic Fit honours the pod's
+    mutex policy; ``one_device_per_pod``: the vendor puts a pod on one device."""
     return ShareModel(
         name=name,
         stages=GENERIC_STAGES,
@@ -148,4 +154,6 @@ def generic_share(
         noun=noun,
         pick=pick,
         pick_refuses=pick_refuses,
+        honours_mutex=True,
+        one_device_per_pod=one_device_per_pod,
     )

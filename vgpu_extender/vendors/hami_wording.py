@@ -29,6 +29,7 @@ def hami_wording(devices: str) -> Wording:
             Reason.NO_COMPUTE: "CardComputeUnitsExhausted",
             Reason.MODE_MISMATCH: "ModeNotFit",
             Reason.COMBINATION: "AllocatedCardsInsufficientRequest",
+            Reason.SAME_DEVICE: "CardNotFoundCustomFilterRule",
         },
         units=dict(NEUTRAL_WORDING.units),
     )

@@ -23,7 +23,6 @@ from vgpu_extender.vendors import NodeFacts
 from vgpu_extender.vendors.mthreads import MthreadsConfig, MthreadsVendor, mthreads_vendors
 from vgpu_extender.vendors.mthreads.admission import INVALID_MEMORY, pod_annotations
 from vgpu_extender.vendors.mthreads.allocation_codec import device_index
-from vgpu_extender.vendors.mthreads.pod_rule import allows
 
 VENDOR = MthreadsVendor()
 CONFIG = MthreadsConfig()
@@ -246,13 +245,6 @@ def test_gpu_index_lists_the_last_container_with_gpus() -> None:
 def test_an_id_without_an_index_is_an_error() -> None:
     with pytest.raises(AnnotationError):
         device_index("gpu")
-
-
-def test_one_gpu_per_pod() -> None:
-    assert allows((), "a")
-    assert allows(("a", "a"), "a")
-    assert not allows(("a",), "b")
-    assert not allows(("a", "b"), "a")
 
 
 def test_the_capacity_entries_read() -> None:

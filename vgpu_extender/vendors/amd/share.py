@@ -27,6 +27,7 @@ class HeldUnits:
     cores: int
     exclusive: bool
     memory_percent: int = 0
+    mutex: bool = False
 
     def memory_on(self, device_memory_mib: Any) -> Any:
         return self.memory_mib
@@ -75,4 +76,5 @@ AMD_SHARE = ShareModel(
     consumed=_consumed,
     held=_held,
     noun="gpu",
+    honours_mutex=True,
 )

@@ -54,6 +54,7 @@ def ascend_share(chip: ChipConfig) -> ShareModel:
         group_key=NETWORK_ID if chip.has_network_topology else None,
         memory_quantum=min(sizes, default=1),
         memory_piece=max(sizes, default=0),
+        honours_mutex=True,
     )
 
 

@@ -61,4 +61,7 @@ NEURON_SHARE = ShareModel(
     noun="neuron device",
     pick=pick_devices,
     pick_refuses=True,
+    # HAMi's single-device Fit honours the pod's mutex policy; several devices are whole
+    # ones, unused already.
+    honours_mutex=True,
 )

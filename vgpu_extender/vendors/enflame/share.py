@@ -29,10 +29,13 @@ GCU_SHARE: ShareModel = replace(
     name=GCU_WORD,
     stages=tuple(s for s in NVIDIA_SHARE.stages if s.reason in _WHOLE),
     noun="gcu",
+    # Already alone on its GCU: HAMi's whole-GCU Fit reads no mutex policy.
+    honours_mutex=False,
 )
 DRS_SHARE: ShareModel = replace(
     NVIDIA_SHARE,
     name=DRS_WORD,
     stages=tuple(s for s in NVIDIA_SHARE.stages if s.reason in _DRS),
     noun="gcu",
+    honours_mutex=True,
 )

@@ -34,6 +34,8 @@ WHOLE_SHARE: ShareModel = replace(
     noun="xpu",
     pick=pick_xpus,
     pick_refuses=True,
+    # Already alone on its XPUs: HAMi's whole-card Fit reads no mutex policy.
+    honours_mutex=False,
 )
 
 
@@ -77,4 +79,5 @@ VXPU_SHARE = ShareModel(
     noun="xpu",
     pick=pick_xpus,
     pick_refuses=True,
+    honours_mutex=True,
 )

@@ -14,7 +14,8 @@ from typing import Any
 
 _NODE_POLICIES = frozenset({"binpack", "spread", "fragmentation", "label-priority"})
 _DEVICE_POLICIES = frozenset({"binpack", "spread", "fragmentation"})
-#: HAMi's gpu-policy chain items we accept in the annotation but do not act on.
+#: HAMi's gpu-policy chain items we accept in the annotation but do not order by
+#: (``mutex`` is a filter: the request's ``ContainerRequest.mutex``).
 _ADVISORY_DEVICE_POLICIES = frozenset({"numa", "mutex", "topology-aware"})
 
 

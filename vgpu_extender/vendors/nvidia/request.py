@@ -24,7 +24,7 @@ from typing import Any
 from vgpu_extender.domain import ContainerRequest, DeviceSelector, PodRequest, RequestError
 from vgpu_extender.domain.quantity import quantity_to_int, quantity_to_mib, quantity_to_milli
 from vgpu_extender.vendors import gostrconv
-from vgpu_extender.vendors.hami_pod import listed, mapping
+from vgpu_extender.vendors.hami_pod import asks_mutex, listed, mapping, with_mutex
 from vgpu_extender.vendors.nvidia.config import NvidiaConfig
 
 
@@ -59,6 +59,8 @@ def parse_pod(pod: Mapping[str, Any], config: NvidiaConfig) -> PodRequest:
 
     annotations = mapping(metadata.get("annotations"), "metadata.annotations")
     selector, numa_bind, node_policy, device_policy = _annotations(annotations, config)
+    if asks_mutex(annotations, config.device_policy_annotation):
+        containers = [with_mutex(c) for c in containers]
     priority = spec.get("priority")
     if priority is None:
         priority = 0
@@ -256,8 +258,10 @@ def _node_policy(annotations: Mapping[str, Any], config: NvidiaConfig) -> str | 
 def _device_policy(annotations: Mapping[str, Any], config: NvidiaConfig) -> str | None:
     """The first known device policy of HAMi's comma chain (``"binpack,numa"``).
 
-    The chain's other items (``numa``, ``mutex``, ``topology-aware``) are accepted but
-    advisory: HAMi uses them as sort keys, which our policies express differently.
+    The chain's other items are accepted: ``mutex`` keeps the pod off GPUs in use
+    (``asks_mutex``, a filter as in HAMi's Fit, not an order); ``numa`` and
+    ``topology-aware`` are advisory (HAMi sorts by them, which our policies express
+    differently).
     """
     key = config.device_policy_annotation
     raw = annotations.get(key)

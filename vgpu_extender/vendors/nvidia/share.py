@@ -4,7 +4,8 @@ A GPU has ``count`` split slots, memory in MiB and 100 cores (more with core sca
 share takes one slot, its memory (MiB, or a percentage of the GPU's) and its cores; 100
 cores or more asks for the GPU alone, and a share of no cores still needs some left to
 run at all. The stages go in HAMi's fit order (``fitInDevice``): slots, exclusivity,
-memory, then cores.
+memory, then cores. A pod's mutex policy keeps it off GPUs in use (HAMi's Fit since the
+policy became a filter), right after the slots.
 """
 
 from __future__ import annotations
@@ -112,4 +113,5 @@ NVIDIA_SHARE = ShareModel(
     consumed=_consumed,
     held=_held,
     noun="gpu",
+    honours_mutex=True,
 )
