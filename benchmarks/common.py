@@ -30,6 +30,18 @@ def parse_args(description: str, argv: Sequence[str] | None = None) -> argparse.
     return argument_parser(description).parse_args(argv)
 
 
+def add_nodes_option(parser: argparse.ArgumentParser, default: Sequence[int]) -> None:
+    """``--nodes N [N ...]``: the cluster sizes to run (default: the benchmark's table)."""
+    parser.add_argument(
+        "--nodes",
+        type=int,
+        nargs="+",
+        default=list(default),
+        metavar="N",
+        help=f"cluster sizes (default: {' '.join(str(n) for n in default)})",
+    )
+
+
 def measure(
     run: Callable[[int], object], *, repeat: int, warmup: int = 3, budget_s: float = 60.0
 ) -> list[float]:

@@ -1,17 +1,27 @@
-"""Resident memory with 5,000 nodes x 8 GPUs and 50,000 allocations loaded.
+"""Resident memory with 5,000 and 10,000 nodes x 8 GPUs (10 allocations per node:
+50,000 and 100,000) loaded, and how long the runtime takes to start on them.
 
 Each case runs in a fresh process, so the numbers are that process's own:
 
 - ``imports``: the extender's modules imported, nothing loaded (the floor);
 - ``engine``: the in-memory index (``ClusterIndex``) holding the cluster and the pods;
 - ``runtime``: the extender's runtime started on a SQLite store holding the same
-  cluster, with the index rebuilt from the store, as ``serve`` does on start.
+  cluster, with the index rebuilt from the store, as ``serve`` does on start;
+- ``runtime-postgresql``: the same on PostgreSQL (a database of its own on the server
+  ``VGPU_BENCH_POSTGRES_URL``, else ``VGPU_TEST_POSTGRES_URL``, else the test server;
+  left out when none answers).
+
+The runtime cases report ``start_s``: building and starting the runtime (the store
+opened and migrated, every node and allocation read, the index rebuilt). Goals: at most
+500 MB at 5,000 nodes and 1 GB at 10,000; a start at 10,000 nodes on PostgreSQL in at
+most 10 s.
 
 Each case also times one full garbage collection with everything loaded
 (``full_gc_ms``, over ``tracked_objects``: every thread waits that long) and one after
 the live objects are frozen as ``serve`` freezes them (``full_gc_frozen_ms``).
 
-Run: ``python -m benchmarks.memory [--json PATH] [--quick]`` (``--quick``: 500 nodes).
+Run: ``python -m benchmarks.memory [--json PATH] [--quick] [--nodes N ...]``
+(``--quick``: 500 nodes, SQLite only).
 """
 
 from __future__ import annotations
@@ -30,11 +40,14 @@ from typing import Any
 if __package__ in (None, ""):  # ``python benchmarks/X.py``: import from the repository root
     sys.path[0] = str(Path(__file__).resolve().parents[1])
 
-from benchmarks.common import parse_args, print_table, write_json
+from benchmarks.common import add_nodes_option, argument_parser, print_table, write_json
 
 GPUS = 8
 PODS_PER_NODE = 10
-GOAL_MB = 500.0
+SIZES = (5_000, 10_000)
+#: Nodes -> resident memory at most (MB).
+GOAL_MB = {5_000: 500.0, 10_000: 1_000.0}
+GOAL_START_S = 10.0
 
 
 def cluster(nodes: int) -> tuple[list[Any], list[tuple[str, Any]]]:
@@ -123,7 +136,7 @@ def child(case: str, nodes: int, url: str) -> dict[str, Any]:
     import vgpu_extender.api.app  # noqa: F401  (the server's imports are part of the floor)
     from vgpu_extender.engine import ClusterIndex
 
-    loaded = {"nodes": 0, "allocations": 0}
+    loaded: dict[str, float] = {"nodes": 0, "allocations": 0}
     keep: object = None
     if case == "engine":
         inventories, pods = cluster(nodes)
@@ -135,14 +148,24 @@ def child(case: str, nodes: int, url: str) -> dict[str, Any]:
         del inventories, pods
         loaded = {"nodes": len(index), "allocations": sum(1 for _ in index.allocations())}
         keep = index
-    elif case == "runtime":
+    elif case.startswith("runtime"):
         from vgpu_extender.services.runtime import Runtime
         from vgpu_extender.settings import Settings
 
+        started, cpu_started = time.perf_counter(), time.process_time()
         runtime = Runtime.build(Settings(database_url=url, kube_mode="off"), kube=None)
         runtime.start()
+        start_s = time.perf_counter() - started
+        start_cpu_s = time.process_time() - cpu_started
         index = runtime.cluster.index
-        loaded = {"nodes": len(index), "allocations": sum(1 for _ in index.allocations())}
+        loaded = {
+            "nodes": len(index),
+            "allocations": sum(1 for _ in index.allocations()),
+            "start_s": round(start_s, 2),
+            # This process's CPU time for it (the database server's is not counted):
+            # steadier than the wall time on a busy machine.
+            "start_cpu_s": round(start_cpu_s, 2),
+        }
         keep = runtime
     gc.collect()
     current, peak = rss_mb()
@@ -178,21 +201,72 @@ def full_collection_pauses() -> dict[str, Any]:
     }
 
 
-def run(nodes: int) -> list[dict[str, Any]]:
+def run(nodes: int, *, postgresql: bool) -> list[dict[str, Any]]:
     results = []
     with TemporaryDirectory() as tmp:
         url = f"sqlite:///{Path(tmp) / 'memory.db'}"
         populate_store(url, nodes)
-        for case in ("imports", "engine", "runtime"):
-            out = subprocess.run(
-                [sys.executable, __file__, "--child", case, str(nodes), url],
-                check=True,
-                capture_output=True,
-                text=True,
-            ).stdout
-            result = json.loads(out.strip().splitlines()[-1])
-            results.append({"nodes": nodes, "gpus": nodes * GPUS, **result})
+        cases = [("imports", url), ("engine", url), ("runtime", url)]
+        database = Database.create() if postgresql else None
+        try:
+            if database is not None:
+                populate_store(database.url, nodes)
+                cases.append(("runtime-postgresql", database.url))
+            for case, case_url in cases:
+                out = subprocess.run(
+                    [sys.executable, __file__, "--child", case, str(nodes), case_url],
+                    check=True,
+                    capture_output=True,
+                    text=True,
+                ).stdout
+                result = json.loads(out.strip().splitlines()[-1])
+                results.append({"nodes": nodes, "gpus": nodes * GPUS, **result})
+        finally:
+            if database is not None:
+                database.drop()
     return results
+
+
+class Database:
+    """A throw-away database on the PostgreSQL server the benchmarks use."""
+
+    def __init__(self, server_url: str) -> None:
+        import uuid
+
+        import sqlalchemy
+
+        self._name = f"vgpu_bench_{uuid.uuid4().hex[:12]}"
+        self._admin = sqlalchemy.create_engine(server_url, isolation_level="AUTOCOMMIT")
+        with self._admin.connect() as connection:
+            connection.exec_driver_sql(f'CREATE DATABASE "{self._name}"')
+        url = sqlalchemy.engine.make_url(server_url).set(database=self._name)
+        self.url = url.render_as_string(hide_password=False)
+
+    @classmethod
+    def create(cls) -> Database | None:
+        """A fresh database, or None (said once) when no server answers."""
+        import os
+
+        import sqlalchemy
+
+        server = os.environ.get("VGPU_BENCH_POSTGRES_URL") or os.environ.get(
+            "VGPU_TEST_POSTGRES_URL", "postgresql+psycopg://postgres@127.0.0.1:5432/test"
+        )
+        engine = sqlalchemy.create_engine(server)
+        try:
+            with engine.connect() as connection:
+                connection.exec_driver_sql("select 1")
+        except Exception as exc:
+            print(f"runtime on PostgreSQL left out: no server answers ({type(exc).__name__})")
+            return None
+        finally:
+            engine.dispose()
+        return cls(server)
+
+    def drop(self) -> None:
+        with self._admin.connect() as connection:
+            connection.exec_driver_sql(f'DROP DATABASE IF EXISTS "{self._name}" WITH (FORCE)')
+        self._admin.dispose()
 
 
 def main(argv: Sequence[str] | None = None) -> int:
@@ -201,13 +275,26 @@ def main(argv: Sequence[str] | None = None) -> int:
         _, case, nodes, url = args_list
         print(json.dumps(child(case, int(nodes), url)))
         return 0
-    args = parse_args(__doc__ or "", args_list)
-    nodes = 500 if args.quick else 5_000
-    results = run(nodes)
+    parser = argument_parser(__doc__.splitlines()[0] if __doc__ else "memory")
+    add_nodes_option(parser, SIZES)
+    parser.set_defaults(nodes=None)
+    args = parser.parse_args(args_list)
+    sizes = args.nodes or ([500] if args.quick else list(SIZES))
+    results = [row for nodes in sizes for row in run(nodes, postgresql=not args.quick)]
     print_table(
-        f"Resident memory ({nodes} nodes x {GPUS} GPUs, {nodes * PODS_PER_NODE} pods; "
-        f"goal <= {GOAL_MB:.0f} MB)",
-        ["case", "nodes", "allocations", "rss MB", "peak MB", "objects", "full GC ms", "frozen ms"],
+        f"Resident memory ({GPUS} GPUs and {PODS_PER_NODE} pods per node)",
+        [
+            "case",
+            "nodes",
+            "allocations",
+            "rss MB",
+            "peak MB",
+            "start s",
+            "start CPU s",
+            "objects",
+            "full GC ms",
+            "frozen ms",
+        ],
         [
             [
                 r["case"],
@@ -215,6 +302,8 @@ def main(argv: Sequence[str] | None = None) -> int:
                 r["allocations"],
                 r["rss_mb"],
                 r["peak_rss_mb"],
+                r.get("start_s", ""),
+                r.get("start_cpu_s", ""),
                 r["tracked_objects"],
                 r["full_gc_ms"],
                 r["full_gc_frozen_ms"],
@@ -222,6 +311,15 @@ def main(argv: Sequence[str] | None = None) -> int:
             for r in results
         ],
     )
+    for r in results:
+        if r["nodes"] in GOAL_MB and r["case"].startswith("runtime"):
+            most = GOAL_MB[r["nodes"]]
+            verdict = "met" if r["peak_rss_mb"] <= most else "NOT met"
+            line = f"goal at {r['nodes']} nodes, {r['case']}: peak RSS <= {most:.0f} MB: {verdict}"
+            if r["case"] == "runtime-postgresql" and r["nodes"] == max(GOAL_MB):
+                started = "met" if r["start_s"] <= GOAL_START_S else "NOT met"
+                line += f"; start <= {GOAL_START_S:.0f} s: {started} ({r['start_s']} s)"
+            print(line)
     write_json(args.json, "memory", results)
     return 0
 

@@ -99,9 +99,11 @@ def _check_filter(answer: dict[str, Any], feasible: set[str], unresolvable: dict
 
 
 def _check_scores(answer: list[dict[str, Any]], names: set[str]) -> None:
-    assert {item["Host"] for item in answer} == names
+    # Hosts scored 0 are left out: kube-scheduler gives a missing host 0.
+    hosts = [item["Host"] for item in answer]
+    assert len(hosts) == len(set(hosts)) and set(hosts) <= names
     for item in answer:
-        assert type(item["Score"]) is int and 0 <= item["Score"] <= 10
+        assert type(item["Score"]) is int and 0 < item["Score"] <= 10
 
 
 @pytest.mark.parametrize(
@@ -198,7 +200,8 @@ def test_every_captured_body_is_accepted(fixtures_dir: Path, tmp_path: Path) -> 
             verb = path.name.split("-", 1)[0]
             answer = running.verb(f"/{verb}", path.read_bytes())
             if verb == "prioritize":
-                assert isinstance(answer, list) and len(answer) == len(NODES), path.name
+                assert isinstance(answer, list) and len(answer) <= len(NODES), path.name
+                assert all(item["Host"] in NODES and item["Score"] > 0 for item in answer)
             elif verb == "filter":
                 assert answer["Error"] == "", path.name
             else:

@@ -131,13 +131,14 @@ def test_scores_are_integers_from_0_to_10(extender: StartExtender, path: str) ->
     response = running.post(path, args(pod_json("next", mem=4000), [*DEMO, "nope"]))
     assert response.status_code == 200
     scores = {item["Host"]: item["Score"] for item in response.json()}
-    assert set(scores) == {*DEMO, "nope"}
-    assert all(type(s) is int and 0 <= s <= 10 for s in scores.values())
+    # A host scored 0 is left out (kube-scheduler gives a missing host 0).
+    assert set(scores) <= {*DEMO, "nope"}
+    assert all(type(s) is int and 0 < s <= 10 for s in scores.values())
     assert b"." not in response.content  # never 5.0: Go rejects floats for int64
     # binpack: the only node already in use ranks first; an unknown node scores 0.
     assert scores["demo-a100-2"] == 10
-    assert scores["nope"] == 0
-    assert max(scores[n] for n in DEMO if n != "demo-a100-2") < 10
+    assert "nope" not in scores
+    assert max(scores.get(n, 0) for n in DEMO if n != "demo-a100-2") < 10
 
 
 def test_label_priority_breaks_a_tie_without_leaking_raw_label_values(
@@ -146,8 +147,9 @@ def test_label_priority_breaks_a_tie_without_leaking_raw_label_values(
     scores = extender(demo=True).verb("/prioritize", args(pod_json("p", mem=1000), DEMO))
     by_host = {item["Host"]: item["Score"] for item in scores}
     # Labels 10, 20, 30 and none: the labelled nodes scaled to 1..10 (20 is halfway:
-    # 1 + 9 / 2 = 5.5 -> 6), the unlabelled node 0, below the lowest labelled one.
-    assert by_host == {"demo-a100-1": 1, "demo-a100-2": 6, "demo-t4-1": 10, "demo-t4-2": 0}
+    # 1 + 9 / 2 = 5.5 -> 6), the unlabelled node 0, below the lowest labelled one (left
+    # out of the answer: kube-scheduler gives a missing host 0).
+    assert by_host == {"demo-a100-1": 1, "demo-a100-2": 6, "demo-t4-1": 10}
 
 
 def test_filter_onlyone_returns_the_best_node_only(extender: StartExtender) -> None:

@@ -171,8 +171,8 @@ def test_a_mixed_cluster_places_every_kind_of_pod_where_it_belongs(
         assert set(failed) == {"gpu", "p310", "mixed"}
         assert failed["gpu"].startswith(words.text(Reason.NO_DEVICES))
         scores = running.verb("/prioritize", args(vnpu, feasible))
-        assert sorted(s["Host"] for s in scores) == sorted(feasible)
-        assert all(0 <= s["Score"] <= 10 for s in scores)
+        assert set(s["Host"] for s in scores) <= set(feasible)  # a host scored 0 left out
+        assert all(0 < s["Score"] <= 10 for s in scores)
         assignment = _bind(running, cluster, vnpu, "b3-split")
         (grant,) = assignment.containers[0]
         assert (grant.vendor, grant.memory_mib, grant.cores) == ("Ascend910B3", 16384, 0)

@@ -18,6 +18,7 @@ def test_quick_run_measures_each_case_and_the_pause_freezing_removes(tmp_path: P
     rows = {row["case"]: row for row in written["results"]}
     assert list(rows) == ["imports", "engine", "runtime"]
     assert (rows["runtime"]["nodes"], rows["runtime"]["allocations"]) == (500, 5000)
+    assert rows["runtime"]["start_s"] > 0
     for row in rows.values():
         assert row["rss_mb"] > 0
         # Every case holds at least the modules' objects, and a full pass once they

@@ -61,7 +61,9 @@ def test_only_the_most_recent_lists_are_remembered() -> None:
 
 
 def _plain(hosts: tuple[str, ...], scores: np.ndarray) -> list[dict[str, Any]]:
-    return [{"Host": h, "Score": int(s)} for h, s in zip(hosts, scores, strict=True)]
+    """The answer kube-scheduler reads: every host scored above 0 (a host left out
+    gets 0 from the extender, as one scored 0 would)."""
+    return [{"Host": h, "Score": int(s)} for h, s in zip(hosts, scores, strict=True) if s]
 
 
 @pytest.mark.parametrize(
@@ -87,6 +89,31 @@ def test_a_layout_answers_exactly_what_plain_encoding_would(hosts: tuple[str, ..
         decoded = msgspec.json.decode(encoded)
         assert decoded == _plain(hosts, scores)
         assert all(type(item["Score"]) is int for item in decoded)
+
+
+@pytest.mark.parametrize(
+    ("scores", "answer"),
+    [
+        ([0, 0, 0], []),
+        ([3, 0, 10], [{"Host": "a", "Score": 3}, {"Host": "c", "Score": 10}]),
+        ([0, 0, 7], [{"Host": "c", "Score": 7}]),
+        ([7, 0, 0], [{"Host": "a", "Score": 7}]),
+        (
+            [1, 2, 3],
+            [{"Host": "a", "Score": 1}, {"Host": "b", "Score": 2}, {"Host": "c", "Score": 3}],
+        ),
+    ],
+    ids=["all-zero", "middle-zero", "only-last", "only-first", "none-zero"],
+)
+def test_a_layout_leaves_out_the_hosts_scored_zero(
+    scores: list[int], answer: list[dict[str, Any]]
+) -> None:
+    layouts = ScoreLayouts()
+    hosts = ("a", "b", "c")
+    layouts.encode(hosts, np.array([1, 1, 1]))  # the first sighting
+    encoded = layouts.encode(hosts, np.array(scores, dtype=np.int64))
+    assert encoded is not None
+    assert msgspec.json.decode(encoded) == answer
 
 
 def test_layouts_refuse_what_they_cannot_lay_out() -> None:

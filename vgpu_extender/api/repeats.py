@@ -9,7 +9,8 @@ objects: more than the placement itself. So:
   list seen before costs one byte comparison and comes back as the same tuple, which
   also lets the index find its rows by identity.
 - ``ScoreLayouts`` keeps, per such tuple seen twice, the encoded ``HostPriorityList``
-  with a two-byte hole for each score; answering is a copy and two vectorised stores.
+  with a two-byte hole for each score; answering is a copy, two vectorised stores and a
+  vectorised selection of the hosts scored above 0 (a missing host counts as 0).
   Scores are written as two characters, `` 5`` or ``10``: JSON allows the space, and
   every entry keeps a fixed width.
 """
@@ -29,6 +30,7 @@ RECENT = 4
 #: The two characters of each score 0..10: " 0" .. " 9", "10".
 _TENS = np.frombuffer(b"          1", dtype=np.uint8)
 _UNITS = np.frombuffer(b"01234567890", dtype=np.uint8)
+_CLOSE = ord("]")
 
 
 class NameLists:
@@ -51,26 +53,38 @@ class NameLists:
 
 
 class _Layout:
-    """One host list's encoded answer, and where each score goes in it."""
+    """One host list's encoded answer, and where each score goes in it.
 
-    __slots__ = ("template", "tens_at", "units_at")
+    Each entry is laid out as ``{"Host":...,"Score":00},``: the answer is ``[`` and the
+    entries kept, the last comma made the closing ``]``. A host scored 0 is left out:
+    kube-scheduler adds nothing for a host missing from the answer, exactly as for one
+    scored 0, and at 10,000 nodes the answer is otherwise twice the request.
+    """
+
+    __slots__ = ("entries", "lengths", "tens_at", "units_at")
 
     def __init__(self, hosts: Sequence[str]) -> None:
         heads = [b'{"Host":' + msgspec.json.encode(host) + b',"Score":' for host in hosts]
-        # Each entry is head + two score characters + "}" + "," (or "]" after the last).
-        lengths = np.fromiter((len(h) + 4 for h in heads), dtype=np.int64, count=len(heads))
-        starts = 1 + np.concatenate(([0], np.cumsum(lengths)[:-1]))
-        self.tens_at: npt.NDArray[np.int64] = starts + lengths - 4
-        self.units_at: npt.NDArray[np.int64] = self.tens_at + 1
-        self.template = np.frombuffer(
-            b"[" + b",".join(h + b"00}" for h in heads) + b"]", dtype=np.uint8
+        # Each entry is head + two score characters + "}" + ",".
+        self.lengths: npt.NDArray[np.int64] = np.fromiter(
+            (len(h) + 4 for h in heads), dtype=np.int64, count=len(heads)
         )
+        starts = np.concatenate(([0], np.cumsum(self.lengths)[:-1]))
+        self.tens_at: npt.NDArray[np.int64] = starts + self.lengths - 4
+        self.units_at: npt.NDArray[np.int64] = self.tens_at + 1
+        self.entries = np.frombuffer(b"".join(h + b"00}," for h in heads), dtype=np.uint8)
 
     def encode(self, scores: npt.NDArray[np.int64]) -> bytes:
-        out = self.template.copy()
+        out = self.entries.copy()
         out[self.tens_at] = _TENS[scores]
         out[self.units_at] = _UNITS[scores]
-        return out.tobytes()
+        scored = scores != 0
+        if not scored.all():
+            out = out[np.repeat(scored, self.lengths)]
+            if len(out) == 0:
+                return b"[]"
+        out[-1] = _CLOSE
+        return b"[" + out.tobytes()
 
 
 class ScoreLayouts:

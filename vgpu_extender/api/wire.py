@@ -396,12 +396,19 @@ class HostPriority(msgspec.Struct, gc=False):
 
 
 def encode_priorities(priorities: Priorities) -> bytes:
-    """HostPriorityList: integer scores (Go rejects ``5.0``)."""
+    """HostPriorityList: integer scores (Go rejects ``5.0``), hosts scored 0 left out
+    (kube-scheduler gives a host missing from the answer 0, the same)."""
     laid_out = _SCORE_LAYOUTS.encode(priorities.hosts, priorities.scores)
     if laid_out is not None:
         return laid_out
     scores = priorities.scores.tolist()
-    return _ENCODER.encode(list(map(HostPriority, priorities.hosts, scores)))
+    return _ENCODER.encode(
+        [
+            HostPriority(host, score)
+            for host, score in zip(priorities.hosts, scores, strict=False)
+            if score
+        ]
+    )
 
 
 def encode_bind(error: str) -> bytes:

@@ -18,7 +18,7 @@ from vgpu_extender.store.errors import StoreConflict, store_operation
 from vgpu_extender.store.models import AllocationModel, Base, DeviceModel
 from vgpu_extender.store.records import LIVE_STATES, Allocation, AllocationState, StoredPod
 from vgpu_extender.store.reservations import aware
-from vgpu_extender.store.rows import stored_pods, to_allocation
+from vgpu_extender.store.rows import POD_COLUMNS, stored_pods, to_allocation
 
 _RESERVED = AllocationState.RESERVED.value
 _BOUND = AllocationState.BOUND.value
@@ -171,10 +171,10 @@ def assignments(session: Session, *, node: str | None = None) -> dict[str, Store
     # Each row carries its grant's vendor word; the join only keeps out a row whose
     # device is gone (none while the foreign key cascades), as it always has.
     query = (
-        select(AllocationModel)
+        select(*POD_COLUMNS)
         .join(DeviceModel, DeviceModel.uuid == AllocationModel.device_uuid)
         .where(AllocationModel.state.in_(LIVE_STATES))
     )
     if node is not None:
         query = query.where(AllocationModel.node == node)
-    return stored_pods(session.scalars(query))
+    return stored_pods(session.execute(query))

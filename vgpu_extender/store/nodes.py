@@ -20,8 +20,9 @@ from __future__ import annotations
 from collections.abc import Sequence
 from datetime import UTC, datetime
 from enum import StrEnum
+from typing import Any
 
-from sqlalchemy import delete, select
+from sqlalchemy import Row, delete, select
 from sqlalchemy.orm import Session, selectinload
 
 from vgpu_extender.domain import Device, NodeInventory
@@ -196,11 +197,30 @@ def remove_node(session: Session, *, name: str, now: datetime | None = None) -> 
     return NodeRemoval.REMOVED
 
 
-def _to_device(row: DeviceModel) -> Device:
+#: The columns a device is read back from (a plain row each: at start-up the index is
+#: rebuilt from every device of every node, and ORM instances cost several times more).
+_DEVICE_COLUMNS = (
+    DeviceModel.node_id,
+    DeviceModel.uuid,
+    # A row is a tuple: ``index`` and ``count`` would be its methods.
+    DeviceModel.index.label("device_index"),
+    DeviceModel.count.label("slots"),
+    DeviceModel.memory_mib,
+    DeviceModel.cores,
+    DeviceModel.type,
+    DeviceModel.numa,
+    DeviceModel.mode,
+    DeviceModel.healthy,
+    DeviceModel.vendor,
+    DeviceModel.custom_info,
+)
+
+
+def _to_device(row: Row[Any]) -> Device:
     return Device(
         uuid=row.uuid,
-        index=row.index,
-        count=row.count,
+        index=row.device_index,
+        count=row.slots,
         memory_mib=row.memory_mib,
         cores=row.cores,
         type=row.type,
@@ -209,18 +229,7 @@ def _to_device(row: DeviceModel) -> Device:
         healthy=row.healthy,
         vendor=row.vendor,
         # JSON keeps ints and floats apart; the domain wants the pairs sorted by key.
-        custom_info=tuple(sorted(row.custom_info.items())),
-    )
-
-
-def to_inventory(row: NodeModel) -> NodeInventory:
-    """The domain view of a node row (devices in index order)."""
-    return NodeInventory(
-        name=row.name,
-        devices=tuple(_to_device(d) for d in row.devices),
-        labels={str(k): str(v) for k, v in row.labels.items()},
-        cordoned=frozenset(row.cordoned),
-        problem=row.problem or "",
+        custom_info=tuple(sorted(row.custom_info.items())) if row.custom_info else (),
     )
 
 
@@ -228,8 +237,30 @@ def to_inventory(row: NodeModel) -> NodeInventory:
 def load_inventories(
     session: Session, *, names: Sequence[str] | None = None
 ) -> list[NodeInventory]:
-    """Every node's inventory (or only those named), ordered by node name."""
-    query = select(NodeModel).options(selectinload(NodeModel.devices)).order_by(NodeModel.name)
+    """Every node's inventory (or only those named), ordered by node name; devices in
+    index order. Read as plain rows, nodes and devices in one query each."""
+    nodes = select(
+        NodeModel.id, NodeModel.name, NodeModel.labels, NodeModel.cordoned, NodeModel.problem
+    ).order_by(NodeModel.name)
+    devices = select(*_DEVICE_COLUMNS).order_by(
+        DeviceModel.node_id, DeviceModel.index, DeviceModel.uuid
+    )
     if names is not None:
-        query = query.where(NodeModel.name.in_(list(names)))
-    return [to_inventory(row) for row in session.scalars(query)]
+        nodes = nodes.where(NodeModel.name.in_(list(names)))
+        devices = devices.join(NodeModel, NodeModel.id == DeviceModel.node_id).where(
+            NodeModel.name.in_(list(names))
+        )
+    node_rows = session.execute(nodes).all()
+    by_node: dict[int, list[Device]] = {}
+    for row in session.execute(devices):
+        by_node.setdefault(row.node_id, []).append(_to_device(row))
+    return [
+        NodeInventory(
+            name=row.name,
+            devices=tuple(by_node.get(row.id, ())),
+            labels={str(k): str(v) for k, v in row.labels.items()},
+            cordoned=frozenset(row.cordoned),
+            problem=row.problem or "",
+        )
+        for row in node_rows
+    ]

@@ -3,11 +3,67 @@
 from __future__ import annotations
 
 from collections.abc import Iterable
+from datetime import datetime
 from itertools import groupby
+from typing import Protocol
 
 from vgpu_extender.domain import DeviceGrant, PodAssignment
 from vgpu_extender.store.models import AllocationModel
 from vgpu_extender.store.records import Allocation, AllocationState, PodMeta, StoredPod
+
+
+class AllocationFields(Protocol):
+    """What a pod is rebuilt from: an ``AllocationModel``, or a plain row of the same
+    columns (``POD_COLUMNS``: start-up reads 100,000 of them, and ORM instances cost
+    several times more to make)."""
+
+    @property
+    def id(self) -> int: ...
+    @property
+    def pod_uid(self) -> str: ...
+    @property
+    def namespace(self) -> str: ...
+    @property
+    def pod_name(self) -> str: ...
+    @property
+    def node(self) -> str: ...
+    @property
+    def device_uuid(self) -> str: ...
+    @property
+    def vendor(self) -> str: ...
+    @property
+    def container_index(self) -> int: ...
+    @property
+    def init(self) -> bool: ...
+    @property
+    def memory_mib(self) -> int: ...
+    @property
+    def cores(self) -> int: ...
+    @property
+    def state(self) -> str: ...
+    @property
+    def created_at(self) -> datetime: ...
+    @property
+    def bound_at(self) -> datetime | None: ...
+
+
+#: The columns of ``AllocationFields``, for a query of plain rows.
+POD_COLUMNS = (
+    AllocationModel.id,
+    AllocationModel.pod_uid,
+    AllocationModel.namespace,
+    AllocationModel.pod_name,
+    AllocationModel.node,
+    AllocationModel.device_uuid,
+    AllocationModel.vendor,
+    AllocationModel.container_index,
+    AllocationModel.init,
+    AllocationModel.memory_mib,
+    AllocationModel.cores,
+    AllocationModel.state,
+    AllocationModel.created_at,
+    AllocationModel.bound_at,
+)
 
 
 def to_allocation(row: AllocationModel) -> Allocation:
@@ -29,7 +85,7 @@ def to_allocation(row: AllocationModel) -> Allocation:
     )
 
 
-def assignment_of(rows: list[AllocationModel]) -> PodAssignment:
+def assignment_of(rows: list[AllocationFields]) -> PodAssignment:
     """Rebuild one pod's assignment from its rows.
 
     Positions are container indices; a container without grants between two with
@@ -37,7 +93,7 @@ def assignment_of(rows: list[AllocationModel]) -> PodAssignment:
     only when some container is an init container (otherwise ``init`` is empty, as
     the engine builds it). Each grant keeps the vendor word its row was written with.
     """
-    ordered = sorted(rows, key=lambda r: (r.container_index, r.id))
+    ordered = sorted(rows, key=_in_container_order) if len(rows) > 1 else rows
     size = max(r.container_index for r in ordered) + 1
     containers: list[list[DeviceGrant]] = [[] for _ in range(size)]
     init = [False] * size
@@ -53,9 +109,9 @@ def assignment_of(rows: list[AllocationModel]) -> PodAssignment:
     )
 
 
-def meta_of(rows: list[AllocationModel]) -> PodMeta:
-    first = min(rows, key=lambda r: r.id)
-    all_bound = all(r.state == AllocationState.BOUND.value for r in rows)
+def meta_of(rows: list[AllocationFields]) -> PodMeta:
+    first = min(rows, key=_row_id) if len(rows) > 1 else rows[0]
+    all_bound = all(r.state == _BOUND for r in rows)
     bound_times = [r.bound_at for r in rows if r.bound_at is not None]
     return PodMeta(
         uid=first.pod_uid,
@@ -68,12 +124,31 @@ def meta_of(rows: list[AllocationModel]) -> PodMeta:
     )
 
 
-def group_by_pod(rows: Iterable[AllocationModel]) -> dict[str, list[AllocationModel]]:
-    ordered = sorted(rows, key=lambda r: (r.pod_uid, r.container_index, r.id))
-    return {uid: list(group) for uid, group in groupby(ordered, key=lambda r: r.pod_uid)}
+def group_by_pod(rows: Iterable[AllocationFields]) -> dict[str, list[AllocationFields]]:
+    ordered = sorted(rows, key=_in_pod_order)
+    return {uid: list(group) for uid, group in groupby(ordered, key=_pod_uid)}
 
 
-def stored_pods(rows: Iterable[AllocationModel]) -> dict[str, StoredPod]:
+_BOUND = AllocationState.BOUND.value
+
+
+def _in_container_order(row: AllocationFields) -> tuple[int, int]:
+    return row.container_index, row.id
+
+
+def _in_pod_order(row: AllocationFields) -> tuple[str, int, int]:
+    return row.pod_uid, row.container_index, row.id
+
+
+def _row_id(row: AllocationFields) -> int:
+    return row.id
+
+
+def _pod_uid(row: AllocationFields) -> str:
+    return row.pod_uid
+
+
+def stored_pods(rows: Iterable[AllocationFields]) -> dict[str, StoredPod]:
     return {
         uid: StoredPod(assignment_of(group), meta_of(group))
         for uid, group in group_by_pod(rows).items()
