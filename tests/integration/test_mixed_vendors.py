@@ -8,6 +8,8 @@ the node until the next is refused with a reason, the bind's annotations decode 
 vendor's ``decode_assignment``) to the store's rows, and a fresh extender with an empty
 store imports every pod from those annotations alone. The webhook, called once per
 vendor entry of deploy/'s components, mutates a pod of every vendor as it does once.
+Each bind takes the vendor's node lock as HAMi does; the test gives it back as the
+vendor's device plugin would.
 """
 
 from __future__ import annotations
@@ -30,7 +32,9 @@ from tests.support.server import (
 )
 from tests.support.waiting import eventually
 from vgpu_extender.api import create_app
+from vgpu_extender.kube import LOCK_ANNOTATION
 from vgpu_extender.kube.real import RealKubeClient
+from vgpu_extender.services.bind_locks import vendor_lock
 from vgpu_extender.vendors import Vendor, VendorSet, create_vendor_set
 from vgpu_extender.vendors.registry import VENDORS as VENDOR_NAMES
 from vgpu_extender.vendors.registry import create_vendors
@@ -38,6 +42,8 @@ from vgpu_extender.vendors.registry import create_vendors
 VENDORS = create_vendor_set(ALL_VENDORS)
 KINDS = kinds(VENDORS)
 NODES = [kind.node for kind in KINDS]
+#: Every node lock a bind of these vendors may take.
+LOCK_KEYS = {key for key in map(vendor_lock, VENDORS.members) if key is not None}
 
 #: (container index, device, memory, cores) of each of a pod's grants.
 Grants = set[tuple[int, str, int, int]]
@@ -50,7 +56,8 @@ def _vendor(word: str) -> Vendor:
 
 
 def _start(tmp_path: Path, kube: RealKubeClient) -> RunningExtender:
-    running = serve(create_app(standalone_settings(tmp_path, vendor=ALL_VENDORS), kube=kube))
+    settings = standalone_settings(tmp_path, vendor=ALL_VENDORS, hami_node_lock=True)
+    running = serve(create_app(settings, kube=kube))
     index = running.runtime.cluster.index
     eventually(lambda: all(name in index for name in NODES), "every node listed")
     return running
@@ -67,7 +74,13 @@ def _place(
 ) -> Grants:
     """filter, prioritize and bind as kube-scheduler does; the pod's grants, as the store
     holds them, once the bind annotations decode to the same."""
-    pod = pod_of(name, ask)
+    return _place_pod(running, apiserver, kind, pod_of(name, ask))
+
+
+def _place_pod(
+    running: RunningExtender, apiserver: FakeApiServer, kind: Kind, pod: dict[str, Any]
+) -> Grants:
+    name = pod["metadata"]["name"]
     feasible, failed = _filter(running, pod)
     assert feasible == [kind.node], (name, failed.get(kind.node))
     assert set(failed) == set(NODES) - {kind.node}
@@ -89,7 +102,22 @@ def _place(
         (i, g.uuid, g.memory_mib, g.cores) for i, grants in enumerate(decoded) for g in grants
     } == rows, name
     assert {g.vendor for grants in decoded for g in grants} == {kind.word}
+    _check_lock(apiserver, kind, vendor, name)
     return rows
+
+
+def _check_lock(apiserver: FakeApiServer, kind: Kind, vendor: Vendor, pod: str) -> None:
+    """The bind took the vendor's node lock (HAMi's shared one, the vendor's own, or
+    none), and nothing else; then the vendor's device plugin gives it back after
+    kubelet's Allocate, as it would."""
+    annotations = apiserver.get_node(kind.node)["metadata"].get("annotations", {})
+    held = {key: value for key, value in annotations.items() if key in LOCK_KEYS}
+    key = vendor_lock(vendor)
+    assert set(held) == ({key} if key else set()), (pod, held)
+    if key == LOCK_ANNOTATION:
+        assert held[key].endswith(f",default,{pod}")
+    if key is not None:
+        apiserver.cluster.patch("nodes", "", kind.node, {"metadata": {"annotations": {key: None}}})
 
 
 def _devices_of(running: RunningExtender, node: str) -> set[str]:
@@ -242,5 +270,46 @@ def test_a_pod_of_every_vendor_admitted_once_per_webhook_entry(tmp_path: Path) -
         assert changes > 1
         twice, again = _admitted(running, once)
         assert (twice, again) == (once, 0)
+    finally:
+        running.stop()
+
+
+def _pod_of_containers(name: str, asks: list[Ask]) -> dict[str, Any]:
+    pod = pod_of(name, asks[0])
+    pod["spec"]["containers"] = [
+        {"name": f"c{i}", "resources": {"limits": dict(ask.limits)}} for i, ask in enumerate(asks)
+    ]
+    return pod
+
+
+def test_rules_over_a_pods_containers(
+    apiserver: FakeApiServer, real_kube: RealKubeClient, tmp_path: Path
+) -> None:
+    for kind in KINDS:
+        apiserver.add_node(node_of(kind))
+    by_word = {kind.word: kind for kind in KINDS}
+    running = _start(tmp_path, real_kube)
+    try:
+        # The device policy spreads a pod's containers over two free GPUs...
+        nvidia = by_word["NVIDIA"]
+        assert nvidia.shared is not None
+        pod = _pod_of_containers("nv-pair", [nvidia.shared, nvidia.shared])
+        assert len({r[1] for r in _place_pod(running, apiserver, nvidia, pod)}) == 2
+        # ...but Moore Threads puts every container of a pod on one device (HAMi's
+        # customFilterRule).
+        mthreads = by_word["Mthreads"]
+        assert mthreads.shared is not None
+        pod = _pod_of_containers("mt-pair", [mthreads.shared, mthreads.shared])
+        rows = _place_pod(running, apiserver, mthreads, pod)
+        assert {r[0] for r in rows} == {0, 1}
+        assert len({r[1] for r in rows}) == 1
+        # MetaX whole GPUs: a pod's containers spread over the cards.
+        metax = by_word["Metax-GPU"]
+        assert metax.whole is not None
+        pod = _pod_of_containers("mx-pair", [metax.whole, metax.whole])
+        rows = _place_pod(running, apiserver, metax, pod)
+        assert {r[0] for r in rows} == {0, 1}
+        assert len({r[1] for r in rows}) == 2
+        _no_over_allocation(running)
     finally:
         running.stop()
