@@ -1,7 +1,8 @@
 """components/<vendor>: one switch per vendor beyond NVIDIA and Ascend, generated from
 the vendor classes. Each, alone or with all the others, makes the extender serve the
-vendor, kube-scheduler manage exactly the vendor's names and the webhook see its pods;
-none adds a workload (the vendors keep their own device plugins)."""
+vendor, kube-scheduler manage exactly the vendor's names, the webhook see its pods and
+base's policy refuse privileged containers in them; none adds a workload (the vendors
+keep their own device plugins)."""
 
 from __future__ import annotations
 
@@ -23,6 +24,7 @@ import yaml
 from celpy.adapter import json_to_cel
 
 from tests.deploy import scheduler_rules
+from tests.deploy.admission_policies import admit, request
 from tests.deploy.env_expansion import expand, expanded_env
 from tests.deploy.manifests import (
     BASE,
@@ -150,7 +152,11 @@ def test_base_serves_nvidia_alone_and_names_every_vendors_switch() -> None:
 @pytest.mark.parametrize("vendor", GENERATED)
 def test_a_component_switches_on_its_vendor_and_nothing_else(vendor: str) -> None:
     objects = _objects((vendor,))
-    assert {object_key(o) for o in objects} == {object_key(o) for o in render(BASE)}
+    added = {object_key(o) for o in objects} - {object_key(o) for o in render(BASE)}
+    assert {key[1:] for key in added} == {
+        (kind, "", f"vgpu-{vendor}-pods-unprivileged")
+        for kind in ("ValidatingAdmissionPolicy", "ValidatingAdmissionPolicyBinding")
+    }
     word = _vendor_word(objects)
     assert word == f"nvidia,{vendor}"
     members = create_vendors(vendor)
@@ -207,6 +213,28 @@ def test_the_vendors_webhook_entry_sees_its_pods_only(vendor: str) -> None:
     assert not _matches(hook, _pod({"cpu": "1"}))
 
 
+@pytest.mark.parametrize("vendor", GENERATED)
+def test_a_privileged_container_in_the_vendors_pods_is_refused(vendor: str) -> None:
+    objects = _objects((vendor,))
+    name = f"vgpu-{vendor}-pods-unprivileged"
+    policy = find(objects, "ValidatingAdmissionPolicy", name)
+    binding = find(objects, "ValidatingAdmissionPolicyBinding", name)
+    assert binding["spec"]["policyName"] == name
+    assert binding["spec"]["validationActions"] == ["Deny"]
+    # The pods its webhook entry sees, opted out of the webhook or not.
+    hook = _hook(objects, f"{vendor}.pods.vgpu-extender.io")
+    assert policy["spec"]["matchConditions"] == hook["matchConditions"]
+    create = request(resource="pods", operation="CREATE", username="alice", namespace="ml")
+    for resource in sorted({n for m in create_vendors(vendor) for n in m.resource_names}):
+        pod = _pod({resource: "1"})
+        pod["metadata"]["labels"] = {"hami.io/webhook": "ignore"}
+        assert admit(policy, create, pod).allowed, resource
+        pod["spec"]["containers"][0]["securityContext"] = {"privileged": True}
+        verdict = admit(policy, create, pod)
+        assert verdict.matched and not verdict.allowed, resource
+    assert not admit(policy, create, _pod({"nvidia.com/gpu": "1"})).matched
+
+
 def test_every_component_together() -> None:
     objects = _objects(ALL)
     word = _vendor_word(objects)
@@ -226,7 +254,13 @@ def test_every_component_together() -> None:
 @pytest.mark.parametrize("version", ["1.30.0", kubernetes_validate.latest_version()])
 def test_every_component_together_validates(version: str) -> None:
     for obj in _objects(ALL):
-        if obj["kind"] in ("Deployment", "ConfigMap", "MutatingWebhookConfiguration"):
+        if obj["kind"] in (
+            "Deployment",
+            "ConfigMap",
+            "MutatingWebhookConfiguration",
+            "ValidatingAdmissionPolicy",
+            "ValidatingAdmissionPolicyBinding",
+        ):
             kubernetes_validate.validate(obj, version, strict=True)
 
 
