@@ -80,7 +80,8 @@ class WatchExpired(KubeError):  # noqa: N818
 
 
 class NodeLockContention(KubeError):  # noqa: N818
-    """Another pod holds the node's ``hami.io/mutex.lock`` and the lock is not stale."""
+    """Another pod holds one of the node's locks (``hami.io/mutex.lock``, or a vendor's own
+    such as ``cambricon.com/dsmlu.lock``) and the lock is not stale."""
 
 
 class MalformedObject(ValueError):  # noqa: N818

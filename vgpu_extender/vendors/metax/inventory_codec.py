@@ -1,8 +1,8 @@
 """MetaX inventories as HAMi's scheduler reads them.
 
 - ``Metax-GPU`` from node capacity ``metax-tech.com/gpu``: card ``i`` is
-  ``<node>-metax-<i>``, one allocation, 65536 MiB, 100 cores (``devices_from_capacity``:
-  the node's capacity is not among what ``decode_node`` is given).
+  ``<node>-metax-<i>``, one allocation, 65536 MiB, 100 cores (``devices_from_capacity``,
+  read through the vendor's ``decode_capacity``).
 - ``Metax-SGPU`` from node annotation ``metax-tech.com/node-gpu-devices``: a JSON array of
   the plugin's ``{uuid, bdf, model, totalDevCount, totalCompute, totalVRam, ...,
   numa, healthy, qosPolicy, linkZone}``, keys matched case-insensitively as Go matches

@@ -16,9 +16,9 @@ from vgpu_extender.vendors.metax.wording import METAX_WORDING
 
 
 class MetaxGpuVendor(HamiVendor):
-    """Whole MetaX cards. HAMi reads them from node capacity ``metax-tech.com/gpu``,
-    which ``decode_node`` is not given: it reads none (``devices_from_capacity`` is the
-    reading); ``decode_inventory`` reads HAMi's registration JSON (a standalone
+    """Whole MetaX cards. HAMi reads them from node capacity ``metax-tech.com/gpu``
+    (``decode_capacity``, through ``devices_from_capacity``); ``decode_node`` reads no
+    annotation; ``decode_inventory`` reads HAMi's registration JSON (a standalone
     inventory)."""
 
     def __init__(self, config: MetaxConfig | None = None) -> None:
