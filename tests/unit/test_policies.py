@@ -262,6 +262,7 @@ ROLES = {
     "spread": (False, True, True, False),
     "label-priority": (True, True, True, False),  # no device preference: by index
     "fragmentation": (False, True, True, True),
+    "lookahead": (False, True, True, True),
 }
 
 

@@ -13,6 +13,7 @@ from typing import TYPE_CHECKING, Protocol
 from vgpu_extender.engine.framework import PluginSpec, Profile, ProfileConfig, Registry
 from vgpu_extender.policies.fragmentation import FragmentationArgs, build_fragmentation
 from vgpu_extender.policies.label_priority import LabelPriority, LabelPriorityArgs
+from vgpu_extender.policies.lookahead import LookaheadArgs, build_lookahead
 from vgpu_extender.policies.usage import UsageArgs, binpack, spread
 
 BUILTIN: Registry = {
@@ -20,6 +21,7 @@ BUILTIN: Registry = {
     "spread": PluginSpec(UsageArgs, spread),
     "label-priority": PluginSpec(LabelPriorityArgs, LabelPriority.of),
     "fragmentation": PluginSpec(FragmentationArgs, build_fragmentation),
+    "lookahead": PluginSpec(LookaheadArgs, build_lookahead),
 }
 
 if TYPE_CHECKING:  # the roles each plug-in claims, proved by the type checker
@@ -31,14 +33,17 @@ if TYPE_CHECKING:  # the roles each plug-in claims, proved by the type checker
         SignPlugin,
     )
     from vgpu_extender.policies.fragmentation import Fragmentation
+    from vgpu_extender.policies.lookahead import Lookahead
     from vgpu_extender.policies.usage import UsagePolicy
 
-    def _roles(usage: UsagePolicy, label: LabelPriority, fgd: Fragmentation) -> None:
-        node_score: list[NodeScorePlugin] = [usage, label, fgd]
-        device_rank: list[DeviceRankPlugin] = [usage, label, fgd]
+    def _roles(
+        usage: UsagePolicy, label: LabelPriority, fgd: Fragmentation, ahead: Lookahead
+    ) -> None:
+        node_score: list[NodeScorePlugin] = [usage, label, fgd, ahead]
+        device_rank: list[DeviceRankPlugin] = [usage, label, fgd, ahead]
         filters: list[FilterPlugin] = [label]
-        observers: list[ObservePlugin] = [fgd]
-        signers: list[SignPlugin] = [usage, label, fgd]
+        observers: list[ObservePlugin] = [fgd, ahead]
+        signers: list[SignPlugin] = [usage, label, fgd, ahead]
         del node_score, device_rank, filters, observers, signers
 
 

@@ -39,6 +39,8 @@ class RowStates:
         self._cpu: IntArr = np.zeros(0, dtype=np.int64)
         self._ids: IntArr = np.zeros(0, dtype=np.int64)
         self._by_state: dict[bytes, int] = {}
+        #: Counts renumberings: an id means the same state while this stays the same.
+        self.generation = 0
 
     def group(self, index: ClusterIndex, rows: IntArr) -> tuple[IntArr, IntArr]:
         """(first, inverse): ``rows[first]`` are rows of distinct states, and row
@@ -81,6 +83,7 @@ class RowStates:
         self._snapshot = [getattr(cols, name).copy() for name in _GRIDS]
         self._cpu = cols.cpu_free.copy()
         self._by_state = {}
+        self.generation += 1
         self._ids = np.array([self._id_of(row) for row in range(cols.rows)], dtype=np.int64)
 
     def _id_of(self, row: int) -> int:

@@ -138,9 +138,9 @@ def make_planner(
     registry = {**BUILTIN, **SIM_POLICIES}
     # Every FGD variant plans for the same typical pods.
     args = {
-        name: FragmentationArgs(typical_pods=shapes)
+        name: spec.args(typical_pods=shapes)
         for name, spec in registry.items()
-        if spec.args is FragmentationArgs
+        if isinstance(spec.args, type) and issubclass(spec.args, FragmentationArgs)
     }
     plain = Profile(registry, ProfileConfig(node_score=policy, device_rank="", fallback_score=""))
     # The policy ranks devices where it can; one without a device preference (label-priority)
