@@ -32,7 +32,7 @@ times, or a broken connection, fails the run; afterwards every pod must be bound
 the API server, to the host chosen for it and carry its device annotation, or the run
 fails. ``--quick`` is a smoke run (100 nodes, 40 pods), not a measurement.
 
-Run: ``python -m benchmarks.bind_throughput [--binders N ...] [--repeat N] [--json PATH]
+Run: ``python -m benchmarks.bind_throughput [--binders N ...] [--repeat N] [--nodes N] [--json PATH]
 [--quick]``. ``--repeat`` runs every combination N times in alternating rounds and
 reports medians; ``cpu_gauge_ms`` (a fixed pure-Python loop, timed before each run)
 tells how fast the machine was.
@@ -136,8 +136,11 @@ class Connection:
         self._http.close()
 
 
-def best_host(scores: Sequence[HostPriority]) -> str:
-    """The highest score wins; ties go to the first name, so runs repeat."""
+def best_host(feasible: Sequence[str], scores: Sequence[HostPriority]) -> str:
+    """The highest score wins; ties go to the first name, so runs repeat. A host left
+    out of the answer scores 0 (the extender leaves those out), below any listed one."""
+    if not scores:
+        return min(feasible)
     top = max(s.Score for s in scores)
     return min(s.Host for s in scores if s.Score == top)
 
@@ -272,7 +275,8 @@ def schedule(url: str, pods: Sequence[dict[str, Any]], names: list[str], binders
             host = feasible[0]
             if len(feasible) > 1:
                 body = ENCODE.encode({"Pod": pod, "Nodes": None, "NodeNames": feasible})
-                host = best_host(PRIORITIES.decode(connection.post("/prioritize", body)))
+                scores = PRIORITIES.decode(connection.post("/prioritize", body))
+                host = best_host(feasible, scores)
             hosts[pod["metadata"]["name"]] = host
             bind = ENCODE.encode(bind_args(pod, host))
             pool.hand_off(pod, bind, first_started_ns or started_ns)
@@ -551,7 +555,17 @@ def parse(argv: Sequence[str] | None) -> argparse.Namespace:
         help="run every store and binder count N times, in alternating rounds; "
         "each row is the median of its runs (default 1)",
     )
+    parser.add_argument(
+        "--nodes",
+        type=int,
+        default=None,
+        metavar="N",
+        help=f"nodes of {GPUS} GPUs in the cluster (default {FULL.nodes}; "
+        f"{QUICK.nodes} with --quick)",
+    )
     options = parser.parse_args(argv)
+    if options.nodes is not None and options.nodes < 1:
+        parser.error("--nodes: must be at least 1")
     if min(options.binders) < 1:
         parser.error("--binders: every value must be at least 1")
     if options.repeat < 1:
@@ -569,6 +583,8 @@ def _rate(row: dict[str, Any]) -> str:
 def main(argv: Sequence[str] | None = None) -> int:
     options = parse(argv)
     size = QUICK if options.quick else FULL
+    if options.nodes is not None:
+        size = Size(nodes=options.nodes, pods=size.pods, warmup=size.warmup)
     results = run(size, options.binders, options.repeat)
     runs = f", median of {options.repeat} runs (range)" if options.repeat > 1 else ""
     print_table(

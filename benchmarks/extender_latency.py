@@ -164,13 +164,17 @@ def client_main() -> int:
 # ------------------------------------------------------------------------------ server
 def populate(runtime: Any, cluster: Any) -> None:
     """Copy the benchmark cluster into the running extender's index (the store is not
-    what is measured, so it is skipped)."""
+    what is measured, so it is skipped), then freeze what is alive, as ``serve`` does
+    once its index is rebuilt from the store."""
+    from vgpu_extender.api.app import freeze_startup_objects
+
     with runtime.cluster.lock:
         index = runtime.cluster.index
         for name in cluster.names:
             index.upsert_node(cluster.index.inventory(name))
         for allocation in cluster.index.allocations():
             index.apply(allocation.pod_uid, allocation.assignment, check=False)
+    freeze_startup_objects()
 
 
 def server_side(runtime: Any, body: bytes, *, repeat: int) -> list[float]:
@@ -198,8 +202,17 @@ class Server:
 
         url = database_url or f"sqlite:///{folder / 'bench.db'}"
         settings = Settings(database_url=url, kube_mode="off")
-        self.app = create_app(settings)
-        config = uvicorn.Config(self.app, host="127.0.0.1", port=0, log_level="warning")
+        # As ``serve`` runs it: the start-up objects frozen out of the collector's
+        # passes, no proxy headers, no access log.
+        self.app = create_app(settings, freeze_gc=True)
+        config = uvicorn.Config(
+            self.app,
+            host="127.0.0.1",
+            port=0,
+            log_level="warning",
+            proxy_headers=False,
+            access_log=False,
+        )
         self.server = uvicorn.Server(config)
         self.thread = threading.Thread(target=self.server.run, daemon=True)
         self.thread.start()

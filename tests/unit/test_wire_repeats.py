@@ -116,6 +116,32 @@ def test_a_layout_leaves_out_the_hosts_scored_zero(
     assert msgspec.json.decode(encoded) == answer
 
 
+def test_names_of_very_different_lengths_are_encoded_the_ordinary_way() -> None:
+    # Padding every row to a 200-character name would make the answer several times
+    # larger than the names themselves: such a list gets no layout, and the ordinary
+    # encoding answers the same.
+    layouts = ScoreLayouts()
+    hosts = ("a" * 200, *(f"n{i}" for i in range(20)))
+    scores = np.arange(len(hosts), dtype=np.int64) % 11
+    layouts.encode(hosts, scores)
+    assert layouts.encode(hosts, scores) is None
+    plain = msgspec.json.decode(wire.encode_priorities(Priorities(hosts, scores)))
+    assert plain == _plain(hosts, scores)
+
+
+def test_rows_are_padded_with_json_whitespace_only() -> None:
+    layouts = ScoreLayouts()
+    hosts = ("node-a", "node-bbb", "node-cc")
+    scores = np.array([4, 10, 0], dtype=np.int64)
+    layouts.encode(hosts, scores)
+    encoded = layouts.encode(hosts, scores)
+    assert encoded is not None
+    assert (
+        encoded.replace(b" ", b"")
+        == b'[{"Host":"node-a","Score":4},{"Host":"node-bbb","Score":10}]'
+    )
+
+
 def test_layouts_refuse_what_they_cannot_lay_out() -> None:
     layouts = ScoreLayouts()
     hosts = ("a", "b")

@@ -9,8 +9,9 @@ objects: more than the placement itself. So:
   list seen before costs one byte comparison and comes back as the same tuple, which
   also lets the index find its rows by identity.
 - ``ScoreLayouts`` keeps, per such tuple seen twice, the encoded ``HostPriorityList``
-  with a two-byte hole for each score; answering is a copy, two vectorised stores and a
-  vectorised selection of the hosts scored above 0 (a missing host counts as 0).
+  as rows of equal width with a two-byte hole for each score; answering is a selection
+  of the rows of the hosts scored above 0 (a missing host counts as 0) and two
+  vectorised stores.
   Scores are written as two characters, `` 5`` or ``10``: JSON allows the space, and
   every entry keeps a fixed width.
 """
@@ -27,9 +28,13 @@ import numpy.typing as npt
 #: How many distinct lists to remember: filter's, prioritize's, and a spare or two.
 RECENT = 4
 
+#: A host list is laid out only while its rows, padded to the longest name, make the
+#: answer at most this much larger than unpadded (names of much differing lengths are
+#: encoded the ordinary way).
+MAX_PADDING = 1.25
+
 #: The two characters of each score 0..10: " 0" .. " 9", "10".
-_TENS = np.frombuffer(b"          1", dtype=np.uint8)
-_UNITS = np.frombuffer(b"01234567890", dtype=np.uint8)
+_DIGITS = np.frombuffer(b" 0 1 2 3 4 5 6 7 8 910", dtype=np.uint8).reshape(11, 2)
 _CLOSE = ord("]")
 
 
@@ -53,37 +58,46 @@ class NameLists:
 
 
 class _Layout:
-    """One host list's encoded answer, and where each score goes in it.
+    """One host list's encoded answer, an entry per row of equal width.
 
-    Each entry is laid out as ``{"Host":...,"Score":00},``: the answer is ``[`` and the
-    entries kept, the last comma made the closing ``]``. A host scored 0 is left out:
-    kube-scheduler adds nothing for a host missing from the answer, exactly as for one
-    scored 0, and at 10,000 nodes the answer is otherwise twice the request.
+    Each entry is ``{"Host":...,"Score":00},`` right-aligned in its row by leading
+    spaces (JSON allows whitespace before an array's values), so every score sits in the
+    same two columns and keeping some hosts is a selection of whole rows. The answer is
+    ``[``, the rows kept, and the last comma made the closing ``]``. A host scored 0 is
+    left out: kube-scheduler adds nothing for a host missing from the answer, exactly as
+    for one scored 0, and at 10,000 nodes the answer is otherwise twice the request.
     """
 
-    __slots__ = ("entries", "lengths", "tens_at", "units_at")
+    __slots__ = ("rows",)
 
-    def __init__(self, hosts: Sequence[str]) -> None:
-        heads = [b'{"Host":' + msgspec.json.encode(host) + b',"Score":' for host in hosts]
-        # Each entry is head + two score characters + "}" + ",".
-        self.lengths: npt.NDArray[np.int64] = np.fromiter(
-            (len(h) + 4 for h in heads), dtype=np.int64, count=len(heads)
+    def __init__(self, entries: Sequence[bytes], width: int) -> None:
+        padded = b"".join(entry.rjust(width) for entry in entries)
+        self.rows: npt.NDArray[np.uint8] = np.frombuffer(padded, dtype=np.uint8).reshape(
+            len(entries), width
         )
-        starts = np.concatenate(([0], np.cumsum(self.lengths)[:-1]))
-        self.tens_at: npt.NDArray[np.int64] = starts + self.lengths - 4
-        self.units_at: npt.NDArray[np.int64] = self.tens_at + 1
-        self.entries = np.frombuffer(b"".join(h + b"00}," for h in heads), dtype=np.uint8)
+
+    @classmethod
+    def of(cls, hosts: Sequence[str]) -> _Layout | None:
+        """The layout of ``hosts``, or None when their names differ so much in length
+        that the padding would add more than a quarter to the answer."""
+        entries = [b'{"Host":' + msgspec.json.encode(host) + b',"Score":00},' for host in hosts]
+        width = max(len(entry) for entry in entries)
+        if width * len(entries) > MAX_PADDING * sum(len(entry) for entry in entries):
+            return None
+        return cls(entries, width)
 
     def encode(self, scores: npt.NDArray[np.int64]) -> bytes:
-        out = self.entries.copy()
-        out[self.tens_at] = _TENS[scores]
-        out[self.units_at] = _UNITS[scores]
         scored = scores != 0
-        if not scored.all():
-            out = out[np.repeat(scored, self.lengths)]
-            if len(out) == 0:
-                return b"[]"
-        out[-1] = _CLOSE
+        if not scored.any():
+            return b"[]"
+        if scored.all():
+            out = self.rows.copy()
+        else:
+            kept = np.flatnonzero(scored)
+            out = self.rows.take(kept, axis=0)
+            scores = scores[kept]
+        out[:, -4:-2] = _DIGITS[scores]
+        out[-1, -1] = _CLOSE
         return b"[" + out.tobytes()
 
 
@@ -92,7 +106,7 @@ class ScoreLayouts:
 
     def __init__(self, size: int = RECENT) -> None:
         self._size = size
-        self._recent: list[tuple[tuple[str, ...], _Layout]] = []
+        self._recent: list[tuple[tuple[str, ...], _Layout | None]] = []
         self._once: tuple[str, ...] | None = None  # a layout pays off from the second use
         self._lock = threading.Lock()
 
@@ -105,11 +119,11 @@ class ScoreLayouts:
             return None
         for known, layout in self._recent:
             if known is hosts:
-                return layout.encode(scores)
+                return None if layout is None else layout.encode(scores)
         if self._once is not hosts:
             self._once = hosts
             return None
-        layout = _Layout(hosts)
+        layout = _Layout.of(hosts)  # None is remembered too: such a list is not laid out
         with self._lock:
             self._recent = [(hosts, layout), *self._recent[: self._size - 1]]
-        return layout.encode(scores)
+        return None if layout is None else layout.encode(scores)
