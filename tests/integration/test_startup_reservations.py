@@ -106,7 +106,9 @@ def test_readiness_waits_for_the_start_up_check_which_spares_binds_made_since(
     # The pod list fails at start and on the first retry: the check waits for the API.
     apiserver.fail_next("GET", PODS_LIST, 503, times=3, message="the API server is away")
 
-    running = extender(kube=real_kube, reservation_ttl_s=3600, reservation_in_flight_s=1)
+    running = extender(
+        kube=real_kube, synced=False, reservation_ttl_s=3600, reservation_in_flight_s=1
+    )
     ready = running.client.get("/readyz")
     assert ready.status_code == 503
     assert ready.json()["checks"]["reservations"]["ok"] is False

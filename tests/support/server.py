@@ -79,8 +79,10 @@ class RunningExtender:
         self.thread.join(STARTUP_TIMEOUT_S)
 
 
-def serve(app: FastAPI, *, host: str = "127.0.0.1") -> RunningExtender:
-    """Run ``app`` under uvicorn on a free port of ``host`` (loopback) until ``stop()``."""
+def serve(app: FastAPI, *, host: str = "127.0.0.1", synced: bool = True) -> RunningExtender:
+    """Run ``app`` under uvicorn on a free port of ``host`` (loopback) until ``stop()``;
+    with ``synced``, returned once its first sync with Kubernetes (if any) is done and
+    the verbs place pods."""
     config = uvicorn.Config(
         app, host=host, port=0, log_level="warning", lifespan="on", access_log=False
     )
@@ -92,11 +94,26 @@ def serve(app: FastAPI, *, host: str = "127.0.0.1") -> RunningExtender:
         if not thread.is_alive():
             raise RuntimeError("the extender did not start (see the log above)")
     port = server.servers[0].sockets[0].getsockname()[1]
-    return RunningExtender(app, f"http://{host}:{port}", server, thread)
+    running = RunningExtender(app, f"http://{host}:{port}", server, thread)
+    if synced:
+        _wait_synced(running)
+    return running
 
 
-def start_extender(settings: Settings, *, kube: KubeClient | None = None) -> RunningExtender:
-    return serve(create_app(settings, kube=kube))
+def _wait_synced(running: RunningExtender) -> None:
+    sync = running.runtime.sync
+    deadline = time.monotonic() + STARTUP_TIMEOUT_S
+    while sync is not None and not sync.synced:
+        if time.monotonic() > deadline:
+            running.stop()
+            raise RuntimeError(f"the first sync never finished: {sync.first_sync.describe()}")
+        time.sleep(0.01)
+
+
+def start_extender(
+    settings: Settings, *, kube: KubeClient | None = None, synced: bool = True
+) -> RunningExtender:
+    return serve(create_app(settings, kube=kube), synced=synced)
 
 
 def standalone_settings(tmp_path: Path, **overrides: Any) -> Settings:
@@ -115,11 +132,16 @@ StartExtender = Callable[..., RunningExtender]
 
 @pytest.fixture
 def extender(tmp_path: Path) -> Iterator[StartExtender]:
-    """Start extenders with ``extender(kube=None, **settings)``; all stop after the test."""
+    """Start extenders with ``extender(kube=None, synced=True, **settings)`` (see
+    ``serve``); all stop after the test."""
     started: list[RunningExtender] = []
 
-    def start(*, kube: KubeClient | None = None, **overrides: Any) -> RunningExtender:
-        running = start_extender(standalone_settings(tmp_path, **overrides), kube=kube)
+    def start(
+        *, kube: KubeClient | None = None, synced: bool = True, **overrides: Any
+    ) -> RunningExtender:
+        running = start_extender(
+            standalone_settings(tmp_path, **overrides), kube=kube, synced=synced
+        )
         started.append(running)
         return running
 
@@ -279,7 +301,7 @@ class ExtenderProcess:
                     f"extender exited with {self.process.returncode}:\n{self.log.read_text()}"
                 )
             try:
-                if self.post("/noop", args_body_probe()).status_code == 200:
+                if self.post("/noop", args_body_probe()).status_code == 200 and self.synced():
                     return
             except httpx.TransportError:
                 pass
@@ -287,6 +309,16 @@ class ExtenderProcess:
                 self.stop()
                 raise RuntimeError(f"extender did not answer:\n{self.log.read_text()}")
             time.sleep(0.1)
+
+    def synced(self) -> bool:
+        """Whether the verbs place pods: no first sync with Kubernetes waits (readiness'
+        ``cluster`` check passes or is absent: standalone, or ``/readyz`` served on
+        another port)."""
+        response = self.client.get("/readyz")
+        if response.status_code not in (200, 503):
+            return True
+        cluster = response.json().get("checks", {}).get("cluster")
+        return cluster is None or bool(cluster.get("ok"))
 
     def stop(self) -> None:
         self.client.close()

@@ -100,6 +100,8 @@ def create_app(
         app.state.runtime = runtime
         if freeze_gc:
             freeze_startup_objects()
+            if runtime.sync is not None:  # and what the first sync adds, once it is done
+                runtime.sync.when_synced(freeze_startup_objects)
         try:
             await run_in_threadpool(operations.attach, runtime)
             yield

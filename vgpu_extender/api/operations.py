@@ -214,12 +214,14 @@ class Operations:
             store = self.store_health.status()
             checks["store"] = Check(store.available, store.detail)
         if runtime is not None and runtime.sync is not None:
-            synced = runtime.sync.passes > 0
-            checks["cluster"] = Check(
-                synced,
-                "reconciled with the API server"
-                if synced
-                else "first reconcile with the API server not done yet",
+            sync = runtime.sync
+            checks["cluster"] = (
+                Check(True, "reconciled with the API server")
+                if sync.synced
+                else Check(
+                    False,
+                    f"first sync with the API server not done yet ({sync.first_sync.describe()})",
+                )
             )
             checked = runtime.sync.startup_checked
             checks["reservations"] = Check(

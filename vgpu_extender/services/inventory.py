@@ -49,6 +49,8 @@ from vgpu_extender.kube import KubeClient, KubeError, MalformedObject
 from vgpu_extender.kube import objects as kobj
 from vgpu_extender.services.cluster import ClusterState
 from vgpu_extender.services.node_writer import NodeRechecks, NodeWriter
+from vgpu_extender.store.errors import StoreUnavailable, classify, is_busy
+from vgpu_extender.store.node_batch import insert_new_nodes
 from vgpu_extender.store.sessions import Sessions
 from vgpu_extender.vendors import Vendor, VendorSet
 from vgpu_extender.vendors.base import NodeFacts, NodeHandshake
@@ -57,6 +59,21 @@ logger = logging.getLogger(__name__)
 
 #: The most names of unusable (or just admitted) Node objects remembered from requests.
 UNUSABLE_KEPT = 10_000
+#: Listed Node objects written per store transaction (``observe_listing``).
+LISTING_BATCH = 250
+#: Nodes mirrored in the index per hold of its lock: a few milliseconds at most.
+MIRROR_SLICE = 50
+#: Inventory source recorded for nodes applied from their Node objects.
+LISTED_SOURCE = "annotation"
+
+
+@dataclass(frozen=True, slots=True)
+class _Change:
+    """A Node object whose inventory is to be written; ``seen`` is marked once it is."""
+
+    name: str
+    seen: tuple[str, tuple[Any, ...]]
+    inventory: NodeInventory
 
 
 @dataclass(frozen=True, slots=True)
@@ -314,40 +331,118 @@ class InventoryService:
     def _observe(self, views: Iterable[NodeView | NodeRef]) -> int:
         updated = 0
         for item in views:
-            seen = self._seen.get(item.name)
-            if seen is not None and item.resource_version and seen[0] == item.resource_version:
+            change = self._change_of(item)
+            if change is None or not self._register_one(change.inventory):
                 continue
-            view = item.load() if isinstance(item, NodeRef) else item
-            signature = self._signature(view)
-            if seen is not None and seen[1] == signature:
-                self._seen[view.name] = (view.resource_version, signature)
-                continue
-            with self._cluster.lock:
-                previous = (
-                    self._cluster.index.inventory(view.name)
-                    if view.name in self._cluster.index
-                    else None
-                )
-            inventory = node_inventory(
-                view, self._cluster.vendors, previous=previous, split_count=self._split_count
-            )
-            if inventory is not None and self._handshakes:
-                inventory = self._shake_hands(view, inventory)
-            if inventory is None or inventory == previous:
-                self._seen[view.name] = (view.resource_version, signature)
-                continue
-            if not self._register_one(inventory):
-                continue
-            self._seen[view.name] = (view.resource_version, signature)
+            self._seen[change.name] = change.seen
             updated += 1
         return updated
+
+    def observe_listing(
+        self,
+        views: Sequence[NodeView],
+        *,
+        batch_size: int = LISTING_BATCH,
+        on_progress: Callable[[int], None] | None = None,
+        stopping: Callable[[], bool] | None = None,
+    ) -> int:
+        """``observe`` for a whole listing of Node objects (the first sync, a relist):
+        the changed nodes are written a batch at a time, one transaction each, and
+        mirrored in the index a slice at a time, so the verbs get the index's lock in
+        between. ``on_progress`` hears how many views are done after each batch;
+        ``stopping`` ends the work between batches. Returns how many nodes were
+        updated. A store out of reach or busy raises (the caller retries the listing);
+        any other refusal of a batch is settled node by node.
+        """
+        updated = done = 0
+        for start in range(0, len(views), batch_size):
+            if stopping is not None and stopping():
+                break
+            chunk = views[start : start + batch_size]
+            with self._observing, collector_paused():
+                updated += self._observe_batch(chunk)
+            done += len(chunk)
+            if on_progress is not None:
+                on_progress(done)
+        return updated
+
+    def _observe_batch(self, views: Sequence[NodeView]) -> int:
+        changes = [change for view in views if (change := self._change_of(view)) is not None]
+        if not changes:
+            return 0
+        written = self._register_batch([change.inventory for change in changes])
+        for change in changes:
+            if change.name in written:
+                self._seen[change.name] = change.seen
+        return len(written)
+
+    def _change_of(self, item: NodeView | NodeRef) -> _Change | None:
+        """The inventory a Node object brings, when it differs from the index's; None
+        when there is nothing to write (the object is then marked seen)."""
+        seen = self._seen.get(item.name)
+        if seen is not None and item.resource_version and seen[0] == item.resource_version:
+            return None
+        view = item.load() if isinstance(item, NodeRef) else item
+        signature = self._signature(view)
+        marked = (view.resource_version, signature)
+        if seen is not None and seen[1] == signature:
+            self._seen[view.name] = marked
+            return None
+        with self._cluster.lock:
+            previous = (
+                self._cluster.index.inventory(view.name)
+                if view.name in self._cluster.index
+                else None
+            )
+        inventory = node_inventory(
+            view, self._cluster.vendors, previous=previous, split_count=self._split_count
+        )
+        if inventory is not None and self._handshakes:
+            inventory = self._shake_hands(view, inventory)
+        if inventory is None or inventory == previous:
+            self._seen[view.name] = marked
+            return None
+        return _Change(view.name, marked, inventory)
+
+    def _register_batch(self, inventories: Sequence[NodeInventory]) -> set[str]:
+        """Write ``inventories`` in one transaction (the nodes the store lacks in bulk),
+        then mirror them in the index; the names registered. A refused batch (a device
+        UUID another node holds, a name another replica inserted meanwhile) goes node by
+        node; a store out of reach raises."""
+        names = [inventory.name for inventory in inventories]
+        self._writer.cancel(names)
+        now = self._clock()
+        try:
+            with self._sessions.begin() as session:
+                held = insert_new_nodes(
+                    session, inventories=inventories, source=LISTED_SOURCE, now=now
+                )
+                for inventory in held:
+                    store.upsert_node(session, inventory=inventory, source=LISTED_SOURCE, now=now)
+        except store.FAILURES as exc:
+            error = classify(exc, "write nodes")
+            if isinstance(error, StoreUnavailable) or is_busy(error):
+                raise error from exc  # node by node would meet the same
+            logger.info("a batch of %d listed nodes refused, each alone now: %s", len(names), error)
+            return {inventory.name for inventory in inventories if self._register_one(inventory)}
+        self._mirror(inventories)
+        return set(names)
+
+    def _mirror(self, inventories: Sequence[NodeInventory]) -> None:
+        """Into the index, a slice per hold of its lock."""
+        try:
+            for start in range(0, len(inventories), MIRROR_SLICE):
+                self._cluster.upsert_nodes(inventories[start : start + MIRROR_SLICE])
+        except AllocationError:
+            logger.exception("index refused an inventory the store accepted; reloading")
+            self._cluster.load(self._sessions)
 
     def _register_one(self, inventory: NodeInventory, *, attempts: int = 2) -> bool:
         """Register one node; a second try covers another replica inserting the same new
         node at the same moment (the loser's insert hits the unique name)."""
         for attempt in range(attempts):
             try:
-                self.register([inventory], source="annotation")
+                self.register([inventory], source=LISTED_SOURCE)
                 return True
             except (store.StoreError, AllocationError) as exc:
                 final = attempt + 1 == attempts or type(exc) is not store.StoreError

@@ -1,10 +1,11 @@
 """Everything one extender process runs, built from ``Settings`` and started in order.
 
 Start: migrate the store, rebuild the index from it, register the standalone inventory
-(demo or file), start the bind Event recorder and the bound marker, reconcile with
-Kubernetes and start the watches. Stop: the recorder and the marker (finishing what
-they hold), the watches, then the database engine. Built by the HTTP app's lifespan,
-never at import.
+(demo or file), start the bind Event recorder and the bound marker, and start the first
+sync with Kubernetes in the background (the watches follow it): the server answers
+while it runs, and the verbs that place pods wait for it (``not_serving``). Stop: the
+recorder and the marker (finishing what they hold), the watches, then the database
+engine. Built by the HTTP app's lifespan, never at import.
 """
 
 from __future__ import annotations
@@ -201,6 +202,18 @@ class Runtime:
             self.marker.start()
         if self.sync is not None:
             self.sync.start()
+
+    def not_serving(self) -> str:
+        """Why pods are not placed yet ("" once they are): with a cluster, until the
+        first sync is done, a pod the reconcile has not imported yet may hold devices
+        the index shows free."""
+        sync = self.sync
+        if sync is None or sync.synced:
+            return ""
+        return (
+            "the extender is starting: its first sync with the Kubernetes API is not "
+            f"done ({sync.first_sync.describe()})"
+        )
 
     def stop(self) -> None:
         try:

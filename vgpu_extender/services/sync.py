@@ -25,6 +25,7 @@
 
 from __future__ import annotations
 
+import dataclasses
 import logging
 import threading
 from collections.abc import Callable, Iterator, Sequence
@@ -34,7 +35,7 @@ from datetime import UTC, datetime, timedelta
 from vgpu_extender import store
 from vgpu_extender.backoff import Backoff, HealthyReset
 from vgpu_extender.domain import AnnotationError, PodAssignment, RequestError
-from vgpu_extender.kube import KubeClient, KubeError, KubeObject, MalformedObject, WatchExpired
+from vgpu_extender.kube import KubeClient, KubeObject, MalformedObject, WatchExpired
 from vgpu_extender.kube import objects as kobj
 from vgpu_extender.kube.client import Listing, WatchEvent
 from vgpu_extender.log_throttle import ThrottledLog
@@ -101,6 +102,29 @@ class ReconcileReport:
             setattr(self, f.name, getattr(self, f.name) + getattr(other, f.name))
 
 
+@dataclass(frozen=True, slots=True)
+class FirstSync:
+    """How far the first sync with the API server has come."""
+
+    #: Node objects listed (None: the node list is not read yet).
+    nodes_listed: int | None = None
+    #: Of those, how many are applied to the store and the index.
+    nodes_done: int = 0
+    #: Whether the pods are being listed and reconciled (the nodes are done).
+    pods: bool = False
+    done: bool = False
+
+    def describe(self) -> str:
+        """Where it stands, in words (for the verbs' answers and readiness)."""
+        if self.done:
+            return "done"
+        if self.nodes_listed is None:
+            return "listing the nodes"
+        if self.pods:
+            return f"{self.nodes_listed} nodes done, reconciling the pods"
+        return f"{self.nodes_done} of {self.nodes_listed} nodes"
+
+
 def node_view(node: KubeObject) -> NodeView:
     return NodeView(
         name=kobj.name(node),
@@ -140,6 +164,12 @@ class SyncService:
         self._clock = clock
         self._stop = threading.Event()
         self._threads: list[threading.Thread] = []
+        #: Guards ``_threads``: the first sync's thread starts the loops.
+        self._threads_lock = threading.Lock()
+        self._first_sync = FirstSync()
+        #: Guards ``_on_synced`` against the first sync finishing meanwhile.
+        self._synced_lock = threading.Lock()
+        self._on_synced: list[Callable[[], None]] = []
         self._reconcile_lock = threading.Lock()
         self.totals = ReconcileReport()
         self.passes = 0
@@ -154,18 +184,91 @@ class SyncService:
         return self._startup_checked
 
     # ----------------------------------------------------------------- life cycle
+    @property
+    def synced(self) -> bool:
+        """Whether the first sync (every listed node applied, then a reconcile pass over
+        the listed pods) is done: until then a pod the store does not know may hold
+        devices the index shows free."""
+        return self._first_sync.done
+
+    @property
+    def first_sync(self) -> FirstSync:
+        """How far the first sync has come."""
+        return self._first_sync
+
+    def when_synced(self, callback: Callable[[], None]) -> None:
+        """Call ``callback`` once the first sync is done (at once if it is), on the
+        thread that finished it."""
+        with self._synced_lock:
+            if not self._first_sync.done:
+                self._on_synced.append(callback)
+                return
+        callback()
+
     def start(self) -> None:
-        """Sync nodes and reconcile pods now, then keep watching in the background."""
+        """Start the first sync (nodes, then a reconcile of the pods) in the background,
+        the watches and the periodic reconcile once it is done; returns at once, so the
+        server answers meanwhile (``synced`` says when the first sync is done)."""
         self._started_at = self._clock()
-        node_version = pod_version = None
-        try:
-            node_version = self.sync_nodes(self._kube.list_nodes_with_version())
-            started = self._clock()
-            pods = self._kube.list_pods_with_version()
-            self.reconcile(pods.items, listed_at=started)
-            pod_version = pods.resource_version
-        except KubeError as exc:
-            logger.error("initial sync with Kubernetes failed (will retry): %s", exc)
+        self._spawn("vgpu-first-sync", self._first_sync_loop)
+
+    def _first_sync_loop(self) -> None:
+        """The first sync, tried again after a pause until it succeeds."""
+        backoff = watch_backoff()
+        while not self._stop.is_set():
+            try:
+                versions = self._sync_once()
+            except Exception as exc:  # the API or the store: tried again, as a relist is
+                if self._stop.is_set():
+                    return
+                delay = backoff.failed()
+                logger.error(
+                    "initial sync with Kubernetes failed (retrying in %.1f s): %s", delay, exc
+                )
+                self._stop.wait(delay)
+                continue
+            if versions is None:
+                return  # stopped between batches
+            self._finish_first_sync()
+            self._start_loops(*versions)
+            return
+
+    def _sync_once(self) -> tuple[str, str] | None:
+        """List and apply every node, then list and reconcile every pod; the two
+        resourceVersions the watches start from (None when stopped on the way)."""
+        self._first_sync = FirstSync()
+        listing = self._kube.list_nodes_with_version()
+        views = list(self._views(listing.items))
+        self._first_sync = FirstSync(nodes_listed=len(views))
+        self._inventory.observe_listing(
+            views,
+            on_progress=self._nodes_done,
+            stopping=self._stop.is_set,
+        )
+        if self._stop.is_set():
+            return None
+        self._first_sync = FirstSync(nodes_listed=len(views), nodes_done=len(views), pods=True)
+        started = self._clock()
+        pods = self._kube.list_pods_with_version()
+        self.reconcile(pods.items, listed_at=started)
+        return listing.resource_version, pods.resource_version
+
+    def _nodes_done(self, done: int) -> None:
+        self._first_sync = dataclasses.replace(self._first_sync, nodes_done=done)
+
+    def _finish_first_sync(self) -> None:
+        done = self._first_sync
+        with self._synced_lock:
+            self._first_sync = dataclasses.replace(done, done=True)
+            callbacks, self._on_synced = self._on_synced, []
+        logger.info("first sync with Kubernetes done: %d nodes", done.nodes_listed or 0)
+        for callback in callbacks:
+            try:
+                callback()
+            except Exception:  # one hook's failure must not stop the watches
+                logger.exception("a hook of the first sync failed")
+
+    def _start_loops(self, node_version: str, pod_version: str) -> None:
         self._spawn(
             "vgpu-watch-nodes",
             self._watch_loop,
@@ -197,18 +300,22 @@ class SyncService:
         (its thread is a daemon and handles no event after the stop), so the wait here
         is short."""
         self._stop.set()
-        for thread in self._threads:
-            thread.join(timeout_s / max(1, len(self._threads)))
-        self._threads.clear()
+        with self._threads_lock:
+            threads, self._threads = self._threads, []
+        for thread in threads:
+            thread.join(timeout_s / max(1, len(threads)))
 
     def _spawn(self, name: str, target: Callable[..., None], *args: object) -> None:
         thread = threading.Thread(target=target, args=args, name=name, daemon=True)
-        thread.start()
-        self._threads.append(thread)
+        with self._threads_lock:
+            if self._stop.is_set():
+                return  # the first sync finished as the service stopped
+            thread.start()
+            self._threads.append(thread)
 
     # ----------------------------------------------------------------- nodes
     def sync_nodes(self, listing: Listing) -> str:
-        self._inventory.observe(self._views(listing.items))
+        self._inventory.observe_listing(list(self._views(listing.items)))
         return listing.resource_version
 
     def _relist_nodes(self) -> str:

@@ -103,6 +103,9 @@ class Verb:
     timed: bool = True
     #: Listed in the OpenAPI schema (not the benchmarks' floor: no client's business).
     documented: bool = True
+    #: Answered in its error form until the runtime places pods (``not_serving``);
+    #: not the benchmarks' floor, which places nothing.
+    gated: bool = True
 
 
 #: Every path kube-scheduler may be configured to call (``priority`` is HAMi's name,
@@ -122,6 +125,7 @@ VERBS: dict[str, Verb] = {
         "Decode the body as filter does and keep every node.",
         timed=False,
         documented=False,
+        gated=False,
     ),
 }
 
@@ -156,6 +160,10 @@ async def _content(verb: Verb, state: State, scope: Scope, receive: Receive) -> 
     runtime: Runtime | None = getattr(state, "runtime", None)
     if runtime is None:
         return error_body(verb.name, f"{verb.name}: the extender is still starting")
+    if verb.gated:
+        waiting = runtime.not_serving()
+        if waiting:  # filter: Error, prioritize: [], bind: Error, preempt: no victims
+            return error_body(verb.name, f"{verb.name}: {waiting}")
     try:
         body = await read_body(scope, receive, runtime.settings, verb.name)
         if body is None:
