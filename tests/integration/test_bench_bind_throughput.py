@@ -105,7 +105,10 @@ def test_best_host_takes_the_highest_score_and_the_first_name_on_ties() -> None:
         bench.HostPriority("node-a", 3),
         bench.HostPriority("node-d", 9),
     ]
-    assert bench.best_host(scores) == "node-b"
+    names = ["node-a", "node-b", "node-c", "node-d", "node-e"]
+    assert bench.best_host(names, scores) == "node-b"
+    # The extender leaves out the hosts it scores 0: none listed, the first name wins.
+    assert bench.best_host(names, []) == "node-a"
 
 
 def test_api_server_process_serves_its_seed_until_stopped() -> None:
