@@ -11,6 +11,7 @@ until the test lets it go, so every step is seen in order.
 
 from __future__ import annotations
 
+import gc
 import threading
 import time
 from collections.abc import Iterator
@@ -153,6 +154,27 @@ def test_once_synced_pods_are_placed_around_the_imported_ones(
     assert set(answer["FailedNodes"]) | set(answer["FailedAndUnresolvableNodes"]) == {NODES[0]}
     assert starting.verb("/bind", bind_args(pod, NODES[1])) == {"Error": ""}
     assert [row.node for row in starting.live_rows(pod["metadata"]["uid"])] == [NODES[1]]
+
+
+def test_what_the_first_sync_adds_is_frozen_once_it_is_done(
+    tmp_path: Path, real_kube: RealKubeClient, held: threading.Event
+) -> None:
+    """``serve`` keeps its start-up objects out of the collector's full passes (see
+    ``test_gc_freeze``): the first sync's too, frozen once it is done."""
+    app = create_app(standalone_settings(tmp_path), kube=real_kube, freeze_gc=True)
+    running = serve(app, synced=False)
+    try:
+        sync = running.runtime.sync
+        assert sync is not None
+        eventually(lambda: sync.first_sync.pods, "the nodes applied, the pods listed")
+        before = gc.get_freeze_count()
+        assert before > 0  # the index rebuilt from the store, frozen at start
+        held.set()
+        eventually(lambda: gc.get_freeze_count() > before, "frozen again after the sync")
+        assert sync.synced
+    finally:
+        running.stop()
+    assert gc.get_freeze_count() == 0
 
 
 def test_a_failed_first_sync_is_tried_again(

@@ -7,6 +7,7 @@ a test passes its own ``Settings`` and, when it wants one, its own ``KubeClient`
 from __future__ import annotations
 
 import gc
+import threading
 from collections.abc import AsyncIterator, Callable
 from contextlib import asynccontextmanager
 from datetime import datetime
@@ -62,6 +63,26 @@ def freeze_startup_objects() -> None:
     gc.freeze()
 
 
+class StartupFreezer:
+    """Freezes the start-up objects (:func:`freeze_startup_objects`) when asked, until
+    ``thaw``: what the first sync with the API server adds is frozen once it is done,
+    on its own thread, and must not be frozen after the app has stopped."""
+
+    def __init__(self) -> None:
+        self._lock = threading.Lock()
+        self._thawed = False
+
+    def freeze(self) -> None:
+        with self._lock:
+            if not self._thawed:
+                freeze_startup_objects()
+
+    def thaw(self) -> None:
+        with self._lock:
+            self._thawed = True
+            gc.unfreeze()
+
+
 def create_app(
     settings: Settings | None = None,
     *,
@@ -78,7 +99,8 @@ def create_app(
     or a set of them).
     ``freeze_gc`` (for the process that serves the app, as ``vgpu-extender serve``
     does) freezes the objects alive once the runtime has started
-    (:func:`freeze_startup_objects`) and unfreezes them when it stops.
+    (:func:`freeze_startup_objects`), again once the first sync with the API server is
+    done, and unfreezes them when it stops.
     """
     resolved = settings if settings is not None else Settings()
 
@@ -98,17 +120,18 @@ def create_app(
             await run_in_threadpool(runtime.stop)
             raise
         app.state.runtime = runtime
-        if freeze_gc:
-            freeze_startup_objects()
+        freezer = StartupFreezer() if freeze_gc else None
+        if freezer is not None:
+            freezer.freeze()
             if runtime.sync is not None:  # and what the first sync adds, once it is done
-                runtime.sync.when_synced(freeze_startup_objects)
+                runtime.sync.when_synced(freezer.freeze)
         try:
             await run_in_threadpool(operations.attach, runtime)
             yield
         finally:
             await run_in_threadpool(operations.detach)
-            if freeze_gc:
-                gc.unfreeze()
+            if freezer is not None:
+                freezer.thaw()
             await run_in_threadpool(runtime.stop)
 
     app = ExtenderApp(
