@@ -238,7 +238,7 @@ def test_verbs_answer_within_a_second_while_many_nodes_sync(tmp_path: Path) -> N
                 if error:
                     assert error.startswith(f"filter: {STARTING}"), error
                     seen_starting += 1
-                time.sleep(0.05)
+                time.sleep(0.02)
             assert seen_starting > 0, "the first sync was never seen under way"
             answer = process.post("/filter", args(pod_json("p", mem=1000), names[:2])).json()
             assert answer["Error"] == "" and answer["NodeNames"] == names[:2]
