@@ -8,6 +8,7 @@ server turns into a ``Status`` body.
 
 from __future__ import annotations
 
+import base64
 import re
 from collections.abc import Callable, Iterator, Mapping
 from dataclasses import dataclass, field
@@ -113,18 +114,58 @@ def _collection(kind: Kind) -> Handler:
             )
             return Stream(_watch_lines(events))
         listing = cluster.list_objects(kind, namespace=namespace, predicate=chosen)
+        items, metadata = _page(
+            listing.items,
+            listing.resource_version,
+            request.query.get("limit"),
+            request.query.get("continue"),
+        )
         api_version, list_kind = LIST_KINDS[kind]
         return Reply(
             200,
-            {
-                "apiVersion": api_version,
-                "kind": list_kind,
-                "metadata": {"resourceVersion": listing.resource_version},
-                "items": listing.items,
-            },
+            {"apiVersion": api_version, "kind": list_kind, "metadata": metadata, "items": items},
         )
 
     return handle
+
+
+class _Continue(msgspec.Struct, frozen=True):
+    """A ``continue`` token: the first page's resourceVersion and the last key sent."""
+
+    rv: str
+    after: tuple[str, str]
+
+
+def _page(
+    items: list[dict[str, Any]], version: str, limit: str | None, token: str | None
+) -> tuple[list[dict[str, Any]], dict[str, Any]]:
+    """One page of a list (``limit``, ``continue``), as the real server pages: in key
+    order, each page after the last key of the one before, every page carrying the
+    first page's resourceVersion. Unlike the real server, a later page shows the
+    objects as they are now, not as they were at that version."""
+    if token:
+        try:
+            start = msgspec.json.decode(base64.urlsafe_b64decode(token), type=_Continue)
+        except (ValueError, msgspec.DecodeError):
+            raise bad_request(f"continue token {token!r} is not one this server gave") from None
+        version = start.rv
+        items = [o for o in items if _key(o) > start.after]
+    metadata: dict[str, Any] = {"resourceVersion": version}
+    if limit is None or limit == "0":
+        return items, metadata
+    if not limit.isdigit():
+        raise bad_request(f"limit must be a non-negative integer, got {limit!r}")
+    size = int(limit)
+    if len(items) > size:
+        items = items[:size]
+        last = _Continue(rv=version, after=_key(items[-1]))
+        metadata["continue"] = base64.urlsafe_b64encode(msgspec.json.encode(last)).decode()
+    return items, metadata
+
+
+def _key(obj: Mapping[str, Any]) -> tuple[str, str]:
+    meta = obj["metadata"]
+    return meta.get("namespace", ""), meta["name"]
 
 
 def _timeout(raw: str | None, default: int) -> int:
