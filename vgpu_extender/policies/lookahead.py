@@ -1,4 +1,4 @@
-"""``lookahead``: FGD that also looks one typical pod ahead (issue 22).
+"""``lookahead``: FGD that also looks one typical pod ahead.
 
 FGD scores a pod's placement by the change of the node's fragmentation alone. It does not
 ask what the placement does for the pods that come next: a 320-milli share on a fresh GPU
