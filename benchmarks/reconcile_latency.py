@@ -13,15 +13,18 @@ no API server competes for the cores).
 A separate client process (``extender_latency``'s, a lean keep-alive connection) sends
 filter and then prioritize (names mode, every node), timed together, back to back:
 
-- ``idle``: nothing else runs;
-- ``during_reconcile``: a thread runs the periodic pass continuously, one after the
-  other: the node relist (``sync_nodes`` over every Node) and the pod relist with the
-  reconcile over every pod and allocation, as ``SyncService``'s loops do.
+- ``during_reconcile``: while a thread runs the periodic pass continuously, one after
+  the other (``SyncService.resync`` with the node relist: every Node, then every pod
+  listed and reconciled against every allocation), from before a pass begins until
+  at least one whole pass has gone by;
+- ``idle``: right after, as many pairs with no pass running.
 
-Each row has the pair's median, p99 and worst time; the reconcile row also the ratio
-of its p99 to the idle p99, the passes it overlapped and their median duration. The
-pass's own duration with no request in flight is ``reconcile_alone_s`` (median of a
-few). Goal at 10,000 nodes: p99 during the reconcile at most 2x the idle p99.
+Three rounds of both (one at ``--quick``), so that a busy spell of the machine falls on
+both alike. Each row has the pair's median, p99 and worst time; the reconcile row also
+the ratio of its p99 to the idle p99, the whole passes it covered and the passes'
+median duration. The pass's own duration with no request in flight is
+``reconcile_alone_s`` (median of a few). Goal at 10,000 nodes: p99 during the reconcile
+at most 2x the idle p99.
 
 Run: ``python -m benchmarks.reconcile_latency [--json PATH] [--quick] [--nodes N ...]``.
 """
@@ -68,6 +71,9 @@ GOAL_NODES = 10_000
 GOAL_RATIO = 2.0
 #: Passes timed with no request in flight.
 ALONE_PASSES = 3
+#: Rounds of samples during the reconcile (each over at least one whole pass), each
+#: followed by as many idle samples.
+ROUNDS = 3
 #: The longest the extender's first sync may take.
 START_TIMEOUT_S = 300.0
 #: The wait for one page of a list from the API server (a few hundred KB).
@@ -260,15 +266,20 @@ class Server:
 
 
 class Reconciler:
-    """Runs the periodic pass over and over in a thread until stopped."""
+    """Runs the periodic pass over and over in a thread while resumed (``resume``,
+    ``hold``), until stopped."""
 
     def __init__(self, runtime: Any) -> None:
         self._sync = runtime.sync
-        self._stop = threading.Event()
-        self._thread = threading.Thread(target=self._loop, name="bench-reconcile", daemon=True)
+        self._cond = threading.Condition()
+        self._wanted = False
+        self._stopped = False
+        self.in_pass = False
         self.passes: list[float] = []
         self.changes = 0
         self.failure: BaseException | None = None
+        self._thread = threading.Thread(target=self._loop, name="bench-reconcile", daemon=True)
+        self._thread.start()
 
     def one_pass(self) -> float:
         """The periodic pass with the node relist; seconds taken."""
@@ -277,23 +288,49 @@ class Reconciler:
         self.changes += report.changes + report.failed
         return time.perf_counter() - started
 
-    def start(self) -> None:
-        self._thread.start()
-        while not self.passes and self._thread.is_alive():
-            time.sleep(0.01)  # the first pass is done: the lists are encoded
-        if self.failure is not None:
-            raise RuntimeError("the reconcile failed") from self.failure
+    def resume(self) -> None:
+        """Start passing again; returns once a pass is under way."""
+        with self._cond:
+            self._wanted = True
+            self._cond.notify_all()
+            self._cond.wait_for(lambda: self.in_pass or self.failure is not None)
+        self._check()
+
+    def hold(self) -> None:
+        """Stop after the pass under way; returns once it is done."""
+        with self._cond:
+            self._wanted = False
+            self._cond.wait_for(lambda: not self.in_pass)
+        self._check()
+
+    def stop(self) -> None:
+        with self._cond:
+            self._stopped = True
+            self._cond.notify_all()
+        self._thread.join()
+        self._check()
 
     def _loop(self) -> None:
         try:
-            while not self._stop.is_set():
-                self.passes.append(self.one_pass())
-        except BaseException as exc:  # reported by stop
-            self.failure = exc
+            while True:
+                with self._cond:
+                    self._cond.wait_for(lambda: self._wanted or self._stopped)
+                    if self._stopped:
+                        return
+                    self.in_pass = True
+                    self._cond.notify_all()
+                try:
+                    self.passes.append(self.one_pass())
+                finally:
+                    with self._cond:
+                        self.in_pass = False
+                        self._cond.notify_all()
+        except BaseException as exc:  # reported by the caller's next call
+            with self._cond:
+                self.failure = exc
+                self._cond.notify_all()
 
-    def stop(self) -> None:
-        self._stop.set()
-        self._thread.join()
+    def _check(self) -> None:
         if self.failure is not None:
             raise RuntimeError("the reconcile failed") from self.failure
 
@@ -326,7 +363,8 @@ def row(case: str, nodes: int, pods: int, samples: list[float]) -> dict[str, Any
 
 def run_size(nodes: int, *, quick: bool) -> list[dict[str, Any]]:
     objects = cluster_objects(nodes)
-    repeat = 20 if quick else 1_000
+    chunk = 10 if quick else 200
+    rounds = 1 if quick else ROUNDS
     with tempfile.TemporaryDirectory() as tmp:
         folder = Path(tmp)
         url = f"sqlite:///{folder / 'bench.db'}"
@@ -343,29 +381,38 @@ def run_size(nodes: int, *, quick: bool) -> list[dict[str, Any]]:
             )
         )
         running = Server(url, kube)
+        reconciler = Reconciler(running.runtime)
         try:
             runtime = running.runtime
             if len(runtime.cluster.index) != nodes:
                 raise RuntimeError(f"the extender holds {len(runtime.cluster.index)} nodes")
-            reconciler = Reconciler(runtime)
             alone = [reconciler.one_pass() for _ in range(1 if quick else ALONE_PASSES)]
-            idle = client_pairs(running.port, body_file, repeat)
-            reconciler.start()
-            try:
-                during = client_pairs(running.port, body_file, repeat)
-            finally:
-                reconciler.stop()
+            idle: list[float] = []
+            during: list[float] = []
+            covered = 0
+            for _ in range(rounds):
+                # The same machine for both: a round of each, in turn.
+                reconciler.resume()
+                first = len(reconciler.passes) + 1  # the pass under way started before
+                samples: list[float] = []
+                while len(reconciler.passes) <= first:  # until a whole pass is covered
+                    samples += client_pairs(running.port, body_file, chunk)
+                covered += len(reconciler.passes) - first
+                reconciler.hold()
+                during += samples
+                idle += client_pairs(running.port, body_file, len(samples))
             if reconciler.changes:
                 raise RuntimeError(
                     f"the reconcile changed {reconciler.changes} allocation(s): the cluster "
                     "and the store should agree"
                 )
         finally:
+            reconciler.stop()
             running.stop()
     idle_row = row("idle", nodes, len(objects.pods), idle)
     during_row = row("during_reconcile", nodes, len(objects.pods), during)
     during_row["p99_ratio"] = round(during_row["p99_ms"] / idle_row["p99_ms"], 3)
-    during_row["passes"] = len(reconciler.passes)
+    during_row["passes"] = covered
     during_row["pass_median_s"] = round(median(reconciler.passes), 3)
     for each in (idle_row, during_row):
         each["reconcile_alone_s"] = round(median(alone), 3)

@@ -24,11 +24,12 @@ def test_reconcile_latency_times_the_pair_idle_and_during_the_reconcile(tmp_path
     for row in rows.values():
         assert row["nodes"] == nodes
         assert row["pods"] > nodes  # half the nodes busy on every GPU
-        assert row["samples"] == 20
+        assert row["samples"] >= 10  # a whole pass's worth, at least one client run
         assert 0 < row["median_ms"] <= row["p99_ms"] <= row["max_ms"]
         assert row["reconcile_alone_s"] > 0
     during = rows["during_reconcile"]
-    # The reconcile ran the whole time the pairs were timed, and changed nothing: the
-    # store and the cluster agree.
+    assert rows["idle"]["samples"] == during["samples"]
+    # The pairs were timed over at least one whole pass, which changed nothing (the
+    # benchmark fails otherwise): the store and the cluster agree.
     assert during["passes"] >= 1 and during["pass_median_s"] > 0
     assert during["p99_ratio"] == round(during["p99_ms"] / rows["idle"]["p99_ms"], 3)
