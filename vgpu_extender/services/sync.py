@@ -693,7 +693,13 @@ class SyncService:
         with collector_paused():
             if nodes:
                 node_listing = self._kube.list_nodes_with_version()
-                self.sync_nodes(node_listing)
+                views: list[NodeView] = []
+                for view in self._views(node_listing.items):
+                    pacer.tick()
+                    views.append(view)
+                # A pause after each batch of nodes, too.
+                self._inventory.observe_listing(views, on_progress=lambda _done: pacer.pause())
+                del views
                 _free(node_listing.items, pacer)
             started = self._clock()
             listing = self._kube.list_pods_with_version()
