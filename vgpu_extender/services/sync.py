@@ -133,11 +133,11 @@ class FirstSync:
         return f"{self.nodes_done} of {self.nodes_listed} nodes"
 
 
-def _free(items: list[KubeObject], pacer: Pacer, batch: int = 500) -> None:
-    """Empty a listing a batch at a time, pausing after each."""
+def _free(items: list[KubeObject], pacer: Pacer, batch: int = 100) -> None:
+    """Empty a listing a batch at a time (100 pods: some 0.3 ms), pausing between."""
     while items:
         del items[-batch:]
-        pacer.pause()
+        pacer.tick()
 
 
 def node_view(node: KubeObject) -> NodeView:
@@ -690,6 +690,7 @@ class SyncService:
         (freeing 66,000 pods at once held the interpreter for a quarter of a second).
         """
         pacer = Pacer()
+        freeing = Pacer(check_every=1)  # a batch is hundreds of objects
         with collector_paused():
             if nodes:
                 node_listing = self._kube.list_nodes_with_version()
@@ -700,11 +701,11 @@ class SyncService:
                 # A pause after each batch of nodes, too.
                 self._inventory.observe_listing(views, on_progress=lambda _done: pacer.pause())
                 del views
-                _free(node_listing.items, pacer)
+                _free(node_listing.items, freeing)
             started = self._clock()
             listing = self._kube.list_pods_with_version()
             report = self.reconcile(listing.items, listed_at=started, pacer=pacer)
-            _free(listing.items, pacer)
+            _free(listing.items, freeing)
         return report
 
     def _reconcile_loop(self) -> None:
