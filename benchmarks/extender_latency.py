@@ -37,7 +37,6 @@ from __future__ import annotations
 
 import http.client
 import json
-import os
 import subprocess
 import sys
 import tempfile
@@ -64,6 +63,7 @@ from benchmarks.common import (
 )
 from benchmarks.engine_fit import GPUS, build_cluster
 from benchmarks.lean_http import LeanConnection
+from benchmarks.stores import ThrowawayDatabase, postgres_server
 
 SIZES = (100, 1_000, 5_000, 10_000)
 #: Full Node objects are sent up to this size (~10 MB a request at 5,000 nodes); past it,
@@ -297,57 +297,29 @@ FIRST_GOAL_MS = 1_000.0
 FIRST_SAMPLES = 3
 
 
-def postgres_url() -> str | None:
-    """A PostgreSQL server to create throw-away databases on, or None."""
-    import sqlalchemy
-
-    url = os.environ.get("VGPU_BENCH_POSTGRES_URL") or os.environ.get(
-        "VGPU_TEST_POSTGRES_URL", "postgresql+psycopg://postgres@127.0.0.1:5432/test"
-    )
-    engine = sqlalchemy.create_engine(url)
-    try:
-        with engine.connect() as connection:
-            connection.exec_driver_sql("select 1")
-    except Exception as exc:
-        print(f"first_filter on PostgreSQL skipped: no server answers ({type(exc).__name__})")
-        return None
-    finally:
-        engine.dispose()
-    return url
-
-
 class Database:
     """A fresh store per sample: a SQLite file, or a database of its own on PostgreSQL."""
 
     def __init__(self, backend: str, folder: Path, server_url: str | None) -> None:
         import uuid
 
-        import sqlalchemy
-
-        self.backend = backend
-        self._admin: Any = None
+        self._throwaway: ThrowawayDatabase | None = None
         if backend == "sqlite":
             self.url = f"sqlite:///{folder / f'first-{uuid.uuid4().hex[:8]}.db'}"
             return
         assert server_url is not None
-        self._name = f"vgpu_bench_{uuid.uuid4().hex[:12]}"
-        self._admin = sqlalchemy.create_engine(server_url, isolation_level="AUTOCOMMIT")
-        with self._admin.connect() as connection:
-            connection.exec_driver_sql(f'CREATE DATABASE "{self._name}"')
-        url = sqlalchemy.engine.make_url(server_url).set(database=self._name)
-        self.url = url.render_as_string(hide_password=False)
+        self._throwaway = ThrowawayDatabase(server_url)
+        self.url = self._throwaway.url
 
     def drop(self) -> None:
-        if self._admin is not None:
-            with self._admin.connect() as connection:
-                connection.exec_driver_sql(f'DROP DATABASE IF EXISTS "{self._name}" WITH (FORCE)')
-            self._admin.dispose()
+        if self._throwaway is not None:
+            self._throwaway.drop()
 
 
 def first_request(nodes: int, *, backends: Sequence[str], samples: int) -> list[dict[str, Any]]:
     """The first nodes-mode filter of a fresh extender, every node new to it."""
     payloads, _cluster = bodies(nodes)
-    server_url = postgres_url() if "postgresql" in backends else None
+    server_url = postgres_server("first_filter on PostgreSQL") if "postgresql" in backends else None
     rows = []
     for backend in backends:
         if backend == "postgresql" and server_url is None:

@@ -32,7 +32,6 @@ import subprocess
 import sys
 import time
 from collections.abc import Sequence
-from datetime import UTC, datetime
 from pathlib import Path
 from tempfile import TemporaryDirectory
 from typing import Any
@@ -41,6 +40,7 @@ if __package__ in (None, ""):  # ``python benchmarks/X.py``: import from the rep
     sys.path[0] = str(Path(__file__).resolve().parents[1])
 
 from benchmarks.common import add_nodes_option, argument_parser, print_table, write_json
+from benchmarks.stores import ThrowawayDatabase, postgres_server, write_cluster
 
 GPUS = 8
 PODS_PER_NODE = 10
@@ -89,46 +89,9 @@ def rss_mb() -> tuple[float, float]:
 
 
 def populate_store(url: str, nodes: int) -> None:
-    """Write the cluster into a fresh store: nodes through the repository, the 50,000
-    allocation rows in one bulk insert (the repository's per-pod locking is not what
-    this benchmark measures)."""
-    from sqlalchemy import insert
-
-    from vgpu_extender import store
-    from vgpu_extender.store.models import AllocationModel
-
+    """Write the cluster into a fresh store, every pod bound."""
     inventories, pods = cluster(nodes)
-    engine = store.make_engine(url)
-    store.migrate(engine)
-    sessions = store.session_factory(engine)
-    now = datetime.now(UTC)
-    with sessions.begin() as session:
-        for inventory in inventories:
-            store.upsert_node(session, inventory=inventory, source="file", now=now)
-    rows = [
-        {
-            "pod_uid": uid,
-            "namespace": "default",
-            "pod_name": uid,
-            "node": assignment.node,
-            "device_uuid": grant.uuid,
-            "vendor": grant.vendor,
-            "container_index": 0,
-            "init": False,
-            "memory_mib": grant.memory_mib,
-            "cores": grant.cores,
-            "state": "bound",
-            "created_at": now,
-            "updated_at": now,
-            "bound_at": now,
-            "released_at": None,
-        }
-        for uid, assignment in pods
-        for grant in assignment.containers[0]
-    ]
-    with sessions.begin() as session:
-        session.execute(insert(AllocationModel), rows)
-    engine.dispose()
+    write_cluster(url, inventories, pods)
 
 
 def child(case: str, nodes: int, url: str) -> dict[str, Any]:
@@ -207,7 +170,8 @@ def run(nodes: int, *, postgresql: bool) -> list[dict[str, Any]]:
         url = f"sqlite:///{Path(tmp) / 'memory.db'}"
         populate_store(url, nodes)
         cases = [("imports", url), ("engine", url), ("runtime", url)]
-        database = Database.create() if postgresql else None
+        server = postgres_server("runtime on PostgreSQL") if postgresql else None
+        database = ThrowawayDatabase(server) if server is not None else None
         try:
             if database is not None:
                 populate_store(database.url, nodes)
@@ -225,48 +189,6 @@ def run(nodes: int, *, postgresql: bool) -> list[dict[str, Any]]:
             if database is not None:
                 database.drop()
     return results
-
-
-class Database:
-    """A throw-away database on the PostgreSQL server the benchmarks use."""
-
-    def __init__(self, server_url: str) -> None:
-        import uuid
-
-        import sqlalchemy
-
-        self._name = f"vgpu_bench_{uuid.uuid4().hex[:12]}"
-        self._admin = sqlalchemy.create_engine(server_url, isolation_level="AUTOCOMMIT")
-        with self._admin.connect() as connection:
-            connection.exec_driver_sql(f'CREATE DATABASE "{self._name}"')
-        url = sqlalchemy.engine.make_url(server_url).set(database=self._name)
-        self.url = url.render_as_string(hide_password=False)
-
-    @classmethod
-    def create(cls) -> Database | None:
-        """A fresh database, or None (said once) when no server answers."""
-        import os
-
-        import sqlalchemy
-
-        server = os.environ.get("VGPU_BENCH_POSTGRES_URL") or os.environ.get(
-            "VGPU_TEST_POSTGRES_URL", "postgresql+psycopg://postgres@127.0.0.1:5432/test"
-        )
-        engine = sqlalchemy.create_engine(server)
-        try:
-            with engine.connect() as connection:
-                connection.exec_driver_sql("select 1")
-        except Exception as exc:
-            print(f"runtime on PostgreSQL left out: no server answers ({type(exc).__name__})")
-            return None
-        finally:
-            engine.dispose()
-        return cls(server)
-
-    def drop(self) -> None:
-        with self._admin.connect() as connection:
-            connection.exec_driver_sql(f'DROP DATABASE IF EXISTS "{self._name}" WITH (FORCE)')
-        self._admin.dispose()
 
 
 def main(argv: Sequence[str] | None = None) -> int:

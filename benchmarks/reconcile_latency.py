@@ -39,7 +39,6 @@ import threading
 import time
 from collections.abc import Sequence
 from dataclasses import dataclass, field
-from datetime import UTC, datetime
 from pathlib import Path
 from typing import Any
 
@@ -59,6 +58,7 @@ from benchmarks.common import (
     write_json,
 )
 from benchmarks.engine_fit import GPUS, build_cluster
+from benchmarks.stores import write_cluster
 from vgpu_extender.kube.client import Listing
 from vgpu_extender.kube.fake import FakeKubeClient
 from vgpu_extender.kube.memory import Kind
@@ -185,50 +185,18 @@ def pod_object(uid: str, assignment: Any, annotations: dict[str, str]) -> dict[s
 
 
 def populate_store(url: str, objects: Objects) -> None:
-    """The store as binds leave it: every node's inventory, every allocation bound (the
-    rows in one bulk insert: the per-pod bind path is not what is measured)."""
-    from sqlalchemy import insert
-
-    from vgpu_extender import store
+    """The store as binds leave it: every node's inventory, every allocation bound."""
     from vgpu_extender.services.inventory import node_inventory
     from vgpu_extender.services.sync import node_view
-    from vgpu_extender.store.models import AllocationModel
     from vgpu_extender.vendors import create_vendor_set
 
     vendors = create_vendor_set("nvidia")
-    engine = store.make_engine(url)
-    store.migrate(engine)
-    sessions = store.session_factory(engine)
-    now = datetime.now(UTC)
-    with sessions.begin() as session:
-        for node in objects.nodes:
-            inventory = node_inventory(node_view(node), vendors, previous=None, split_count=10)
-            assert inventory is not None
-            store.upsert_node(session, inventory=inventory, source="annotation", now=now)
-    rows = [
-        {
-            "pod_uid": uid,
-            "namespace": "default",
-            "pod_name": uid,
-            "node": assignment.node,
-            "device_uuid": grant.uuid,
-            "vendor": grant.vendor,
-            "container_index": 0,
-            "init": False,
-            "memory_mib": grant.memory_mib,
-            "cores": grant.cores,
-            "state": "bound",
-            "created_at": now,
-            "updated_at": now,
-            "bound_at": now,
-            "released_at": None,
-        }
-        for uid, assignment in objects.allocations
-        for grant in assignment.containers[0]
-    ]
-    with sessions.begin() as session:
-        session.execute(insert(AllocationModel), rows)
-    engine.dispose()
+    inventories = []
+    for node in objects.nodes:
+        inventory = node_inventory(node_view(node), vendors, previous=None, split_count=10)
+        assert inventory is not None
+        inventories.append(inventory)
+    write_cluster(url, inventories, objects.allocations, source="annotation")
 
 
 class Server:
