@@ -9,6 +9,7 @@ import pytest
 from tests.support.apiserver import FakeApiServer
 from tests.support.kube_contract import node, pod
 from vgpu_extender.kube import objects, real
+from vgpu_extender.kube.errors import KubeError
 from vgpu_extender.kube.real import RealKubeClient
 
 PAGE = 7
@@ -74,3 +75,73 @@ def test_a_single_page_is_one_request(apiserver: FakeApiServer, real_kube: RealK
 
     assert len(real_kube.list_pods_with_version().items) == PAGE
     assert _list_requests(apiserver, "/api/v1/pods") == 1
+
+
+def _serving_pages(
+    monkeypatch: pytest.MonkeyPatch, client: RealKubeClient, pages: list[dict[str, Any]]
+) -> list[dict[str, Any]]:
+    """Answer the client's list requests with ``pages`` in turn (the last one again
+    after the end); returns the request arguments seen."""
+    seen: list[dict[str, Any]] = []
+
+    def call(_context: str, _method: Any, *args: Any, **kwargs: Any) -> dict[str, Any]:
+        seen.append(kwargs)
+        return pages[min(len(seen), len(pages)) - 1]
+
+    monkeypatch.setattr(client, "_call", call)
+    return seen
+
+
+def _page(items: list[Any], **metadata: Any) -> dict[str, Any]:
+    return {"kind": "PodList", "metadata": {"resourceVersion": "5", **metadata}, "items": items}
+
+
+@pytest.mark.parametrize(
+    ("pages", "message"),
+    [
+        # A last page that says objects remain: the missing pods would read as deleted.
+        ([_page([pod("a")], remainingItemCount=900)], "900 objects left"),
+        # The same token again and again: paging for ever.
+        ([_page([pod("a")], **{"continue": "same"})], "twice"),
+        ([_page([pod("a")], **{"continue": 7})], "should be a string"),
+        ([_page([pod("a")], **{"continue": {}})], "should be a string"),
+        ([_page(["not an object"])], "item #0 should be an object"),
+    ],
+    ids=["cut-short", "token-repeats", "token-number", "token-object", "item-not-object"],
+)
+def test_a_list_the_server_garbles_is_refused_whole(
+    monkeypatch: pytest.MonkeyPatch,
+    real_kube: RealKubeClient,
+    pages: list[dict[str, Any]],
+    message: str,
+) -> None:
+    _serving_pages(monkeypatch, real_kube, pages)
+    with pytest.raises(KubeError, match=message):
+        real_kube.list_pods_with_version()
+
+
+def test_a_server_that_never_stops_paging_is_cut_off(
+    monkeypatch: pytest.MonkeyPatch, real_kube: RealKubeClient
+) -> None:
+    monkeypatch.setattr(real, "MOST_LIST_PAGES", 5)
+    tokens = iter(range(1_000_000))
+
+    def call(_context: str, _method: Any, *args: Any, **kwargs: Any) -> dict[str, Any]:
+        return _page([pod("a")], **{"continue": f"t{next(tokens)}"})
+
+    monkeypatch.setattr(real_kube, "_call", call)
+    with pytest.raises(KubeError, match="more than 5 pages"):
+        real_kube.list_pods_with_version()
+
+
+def test_a_last_page_with_nothing_left_ends_the_list(
+    monkeypatch: pytest.MonkeyPatch, real_kube: RealKubeClient
+) -> None:
+    pages = [
+        _page([pod("a")], **{"continue": "t1"}),
+        _page([pod("b")], remainingItemCount=0),
+    ]
+    seen = _serving_pages(monkeypatch, real_kube, pages)
+    listing = real_kube.list_pods_with_version()
+    assert [objects.name(item) for item in listing.items] == ["a", "b"]
+    assert [kwargs.get("_continue") for kwargs in seen] == [None, "t1"]

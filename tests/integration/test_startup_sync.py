@@ -244,3 +244,34 @@ def test_verbs_answer_within_a_second_while_many_nodes_sync(tmp_path: Path) -> N
             assert answer["Error"] == "" and answer["NodeNames"] == names[:2]
         finally:
             process.stop()
+
+
+def _review(pod: dict[str, Any]) -> dict[str, Any]:
+    return {
+        "apiVersion": "admission.k8s.io/v1",
+        "kind": "AdmissionReview",
+        "request": {
+            "uid": "705ab4f5-6393-11e8-b7cc-42010a800002",
+            "kind": {"group": "", "version": "v1", "kind": "Pod"},
+            "namespace": "default",
+            "operation": "CREATE",
+            "object": pod,
+        },
+    }
+
+
+def test_the_webhook_refuses_no_pod_as_too_big_until_every_node_is_known(
+    starting: RunningExtender, held: threading.Event
+) -> None:
+    # Bigger than the GPUs of the nodes listed so far: nodes still to come could hold it
+    # while the first sync runs; once it is done, no node can.
+    big = pod_json("big", mem=2 * GPU_MIB)
+    during = starting.client.post("/webhook", json=_review(big)).json()["response"]
+    assert during["allowed"] is True
+    held.set()
+    sync = starting.runtime.sync
+    assert sync is not None
+    eventually(lambda: sync.synced, "the first sync done")
+    after = starting.client.post("/webhook", json=_review(big)).json()["response"]
+    assert after["allowed"] is False
+    assert after["status"]["code"] == 403

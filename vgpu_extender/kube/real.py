@@ -67,6 +67,8 @@ JSON = "application/json"
 #: 40 MB, the verbs waiting; a page of 100 takes about a millisecond, and the wait for
 #: the next frees it (client-go's informers ask for 500).
 LIST_PAGE = 100
+#: Pages one list may take (10 million objects): past it the server is paging for ever.
+MOST_LIST_PAGES = 100_000
 MERGE_PATCH = "application/merge-patch+json"
 _WATCH_TYPES = frozenset({"ADDED", "MODIFIED", "DELETED"})
 _TRANSPORT_ERRORS = (urllib3.exceptions.HTTPError, http.client.HTTPException, OSError)
@@ -323,16 +325,21 @@ class RealKubeClient:
         items: list[KubeObject] = []
         version = ""
         token = ""
-        while True:
+        tokens: set[str] = set()
+        for _page in range(MOST_LIST_PAGES):
             page = {"limit": LIST_PAGE, **({"_continue": token} if token else {})}
             body = self._call(context, method, **kwargs, **page)
             listing = _listing(body, context)
             items.extend(listing.items)
             version = version or listing.resource_version
-            metadata = body.get("metadata")
-            token = str(metadata.get("continue") or "") if isinstance(metadata, dict) else ""
+            token = _continue_token(body, context)
             if not token:
                 return Listing(items, version)
+            # A list is a snapshot: a token seen before would page for ever.
+            if token in tokens:
+                raise KubeError(f"{context}: the server sent continue token {token[:40]!r} twice")
+            tokens.add(token)
+        raise KubeError(f"{context}: more than {MOST_LIST_PAGES} pages of {LIST_PAGE} objects")
 
     def _send(
         self, context: str, method: Callable[..., Any], *args: Any, **kwargs: Any
@@ -472,8 +479,36 @@ def _listing(body: KubeObject, context: str) -> Listing:
         items = []
     if not isinstance(items, list):
         raise KubeError(f"{context}: 'items' should be a list, got {type(items).__name__}")
+    # An object left out would read as deleted (its pod's devices released): refuse the
+    # whole page instead.
+    for position, item in enumerate(items):
+        if not isinstance(item, dict):
+            raise KubeError(
+                f"{context}: item #{position} should be an object, got {type(item).__name__}"
+            )
     metadata = body.get("metadata") or {}
     return Listing(items, str(metadata.get("resourceVersion") or ""))
+
+
+def _continue_token(body: KubeObject, context: str) -> str:
+    """The page's ``metadata.continue`` ("" on the last page). A last page that says
+    objects remain (``remainingItemCount``) is a list cut short: refused, since the
+    objects missing from it would read as deleted."""
+    metadata = body.get("metadata")
+    metadata = metadata if isinstance(metadata, dict) else {}
+    token = metadata.get("continue")
+    if token is None or token == "":
+        remaining = metadata.get("remainingItemCount")
+        if isinstance(remaining, int) and not isinstance(remaining, bool) and remaining > 0:
+            raise KubeError(
+                f"{context}: the list ended with {remaining} objects left and no continue token"
+            )
+        return ""
+    if not isinstance(token, str):
+        raise KubeError(
+            f"{context}: 'metadata.continue' should be a string, got {type(token).__name__}"
+        )
+    return token
 
 
 def _segment(field: str, value: str) -> str:

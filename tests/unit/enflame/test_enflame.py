@@ -212,11 +212,45 @@ def test_drs_capacity_as_a_string_a_bad_index_and_no_minor() -> None:
         '{"devices":[{"capacity":0}],"profiles":{"1g.6gb":"0"}}',
         '{"devices":[{"capacity":true}],"profiles":{"1g.6gb":"0"}}',
         '{"devices":[1],"profiles":{"1g.6gb":"0"}}',
+        # A Unicode digit str.isdigit takes and int refuses; past int's 4,300 digits.
+        '{"devices":[{"capacity":"\u00b2"}],"profiles":{"1g.6gb":"0"}}',
+        '{"devices":[{"capacity":"' + "9" * 5000 + '"}],"profiles":{"1g.6gb":"0"}}',
+        # A profile no device can be: its memory would overflow every field.
+        '{"devices":[{"capacity":6}],"profiles":{"1g.99999999999999999999gb":"0"}}',
+        # One index twice: one device id twice.
+        '{"devices":[{"index":"0","capacity":6},{"index":"0","capacity":6}],'
+        '"profiles":{"1g.6gb":"0"}}',
+        # More devices than a node may have.
+        json.dumps({"devices": [{"capacity": 6}] * 300, "profiles": {"1g.6gb": "0"}}),
+    ],
+    ids=[
+        "empty",
+        "array",
+        "object",
+        "no-devices",
+        "no-profile",
+        "zero-capacity",
+        "bool-capacity",
+        "device-not-object",
+        "unicode-digit",
+        "5000-digits",
+        "huge-profile",
+        "duplicate-index",
+        "300-devices",
     ],
 )
 def test_hostile_drs_capacities(value: str) -> None:
     with pytest.raises(InventoryError):
         drs_devices("n", value)
+
+
+@pytest.mark.parametrize(
+    "index", ["\u00b2", "9" * 5000, "-1"], ids=["unicode-digit", "5000-digits", "negative"]
+)
+def test_an_unreadable_drs_index_is_the_position(index: str) -> None:
+    value = json.dumps({"devices": [{"index": index, "capacity": 6}], "profiles": {"1g.6gb": "0"}})
+    (device,) = drs_devices("n", value)
+    assert (device.uuid, device.index) == ("n-enflame-drs-0", 0)
 
 
 def test_whole_gcus_from_capacity() -> None:

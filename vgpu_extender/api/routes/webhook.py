@@ -112,11 +112,14 @@ def webhook(review: AdmissionReviewIn, runtime: RuntimeDep) -> dict[str, Any]:
     privileged container in a GPU pod)."""
     request = review.request
     cluster = runtime.cluster
+    # Until the first sync with the API server is done the index holds only some nodes:
+    # a pod the nodes still to come could hold must not be refused as too big.
+    syncing = bool(runtime.not_serving())
     decision = admission.decide(
         request.object,
         vendor=cluster.vendors,
         scheduler_name=runtime.settings.scheduler_name,
         operation=request.operation,
-        largest=lambda: largest(cluster),
+        largest=None if syncing else lambda: largest(cluster),
     )
     return admission.response(request.uid, decision, api_version=review.apiVersion)

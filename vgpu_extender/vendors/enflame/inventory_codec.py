@@ -14,9 +14,10 @@ from __future__ import annotations
 
 import json
 from collections.abc import Mapping
+from typing import TypeGuard
 
 from vgpu_extender.domain import Device, InventoryError
-from vgpu_extender.vendors import hami_capacity
+from vgpu_extender.vendors import hami_capacity, hami_register
 from vgpu_extender.vendors.enflame import profiles
 from vgpu_extender.vendors.enflame.request import DRS_WORD, GCU_WORD
 
@@ -56,9 +57,15 @@ def drs_devices(node_name: str, value: str) -> tuple[Device, ...]:
         raise InventoryError(f"no valid drs profiles found on node {node_name}") from None
     max_slice = max(p.size for p in cut)
     max_gb = max(p.memory_gb for p in cut)
+    if max_slice > _INT32_MAX or max_gb * 1024 > _INT32_MAX:
+        raise InventoryError(
+            f"{DRS_ANNOTATION}: a profile of {max_slice} slices or {max_gb} GB is more "
+            "than a device can have"
+        )
     listed = spec.get("devices")
     if not isinstance(listed, list) or not listed:
         raise InventoryError(f"no drs devices found on node {node_name}")
+    hami_register.check_device_count(len(listed), DRS_ANNOTATION)
     devices = []
     for position, item in enumerate(listed):
         if not isinstance(item, dict):
@@ -66,7 +73,7 @@ def drs_devices(node_name: str, value: str) -> tuple[Device, ...]:
         index_text = item.get("index")
         index = (
             int(index_text)
-            if isinstance(index_text, str) and index_text.isdigit()
+            if _decimal(index_text)
             else position  # HAMi: an unreadable index is the position
         )
         slices = _capacity(item.get("capacity"))
@@ -86,14 +93,22 @@ def drs_devices(node_name: str, value: str) -> tuple[Device, ...]:
                 custom_info=((INDEX, str(index)), (MAX_SLICE, max_slice), (MINOR, minor)),
             )
         )
+    # Two entries of one index would be one device id twice.
+    hami_register.check_unique(devices)
     return tuple(devices)
+
+
+def _decimal(text: object) -> TypeGuard[str]:
+    """Whether ``text`` is a decimal number of at most 9 ASCII digits (``isdigit`` alone
+    takes ``²``, which ``int`` refuses, and ``int`` refuses over 4,300 digits)."""
+    return isinstance(text, str) and text.isascii() and text.isdigit() and len(text) <= 9
 
 
 def _capacity(raw: object) -> int | None:
     """A slice count given as a JSON number or string, positive; None otherwise."""
     if isinstance(raw, bool):
         return None
-    if isinstance(raw, str) and raw.strip().isdigit():
+    if isinstance(raw, str) and _decimal(raw.strip()):
         raw = int(raw.strip())
     if isinstance(raw, float) and raw.is_integer():
         raw = int(raw)
