@@ -362,10 +362,11 @@ class SyncService:
 
     # ----------------------------------------------------------------- pods
     def _relist_pods(self) -> str:
-        started = self._clock()
-        listing = self._kube.list_pods_with_version()
-        self.reconcile(listing.items, listed_at=started)
-        return listing.resource_version
+        """After a pod watch expired: the pods listed and reconciled as the periodic
+        pass does them (in bursts, the collector paused), the list's version returned."""
+        with collector_paused():
+            _report, version = self._reconcile_listed_pods(Pacer(), Pacer(check_every=1))
+        return version
 
     def _on_pod(self, kind: str, pod: KubeObject) -> None:
         try:
@@ -702,11 +703,17 @@ class SyncService:
                 self._inventory.observe_listing(views, on_progress=lambda _done: pacer.pause())
                 del views
                 _free(node_listing.items, freeing)
-            started = self._clock()
-            listing = self._kube.list_pods_with_version()
-            report = self.reconcile(listing.items, listed_at=started, pacer=pacer)
-            _free(listing.items, freeing)
+            report, _version = self._reconcile_listed_pods(pacer, freeing)
         return report
+
+    def _reconcile_listed_pods(self, pacer: Pacer, freeing: Pacer) -> tuple[ReconcileReport, str]:
+        """Every pod listed and reconciled in ``pacer``'s bursts, the listing freed a
+        batch at a time; the report and the list's resourceVersion."""
+        started = self._clock()
+        listing = self._kube.list_pods_with_version()
+        report = self.reconcile(listing.items, listed_at=started, pacer=pacer)
+        _free(listing.items, freeing)
+        return report, listing.resource_version
 
     def _reconcile_loop(self) -> None:
         while not self._stop.wait(self._next_pass_in()):
