@@ -417,9 +417,10 @@ class SyncService:
                     logger.warning("pod ignored by reconcile: %s", exc)
             stored: dict[str, store.PodMeta] = {}
             with self._sessions() as session:
-                for meta in store.pod_states(session):
-                    pacer.tick()
-                    stored[meta.uid] = meta
+                states = store.pod_states(session)
+            for meta in states:  # out of the transaction: paused between batches
+                pacer.tick()
+                stored[meta.uid] = meta
             young = min(listed_at, self._clock() - self._ttl)
             if startup:
                 young = max(

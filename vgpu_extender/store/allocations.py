@@ -188,9 +188,6 @@ def assignments(session: Session, *, node: str | None = None) -> dict[str, Store
     return stored_pods(session.execute(query))
 
 
-#: Rows read and converted at a time by ``pod_states`` (all at once, 100,000 rows held
-#: the interpreter for a third of a second).
-STATES_BATCH = 500
 #: Per live pod: its first row's who and where, how many of its rows are not bound,
 #: when its first row was made and its last bound (``meta_of``'s fields, in SQL).
 _POD_STATES = (
@@ -213,9 +210,11 @@ _POD_STATES = (
 def pod_states(session: Session) -> Iterator[PodMeta]:
     """Every live pod's metadata, one row per pod: ``assignments`` without the
     assignments (the periodic reconcile reads every pod's, and building 100,000
-    assignments took most of its time). The query runs now; the rows are read as the
-    caller iterates, so that it can pause between them."""
-    return _pod_states(session.execute(_POD_STATES.execution_options(yield_per=STATES_BATCH)))
+    assignments took most of its time). The rows are fetched now, in the caller's
+    transaction, and made metadata as the caller iterates, so that it can pause between
+    them after the transaction is over (on SQLite every transaction, a read too, holds
+    the database's write lock: binds would wait through the pauses)."""
+    return _pod_states(session.execute(_POD_STATES).all())
 
 
 def _pod_states(rows: Iterable[Any]) -> Iterator[PodMeta]:
