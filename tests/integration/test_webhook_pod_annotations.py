@@ -170,6 +170,13 @@ def test_one_moore_threads_gpu_gets_no_count(running: RunningExtender) -> None:
     assert GPU_NUM not in _annotations(running, pod)
 
 
-def test_the_pods_own_count_is_kept(running: RunningExtender) -> None:
+def test_a_stale_count_is_written_over(running: RunningExtender) -> None:
+    # HAMi's webhook sets it whatever the pod says (its test starts from "test123"):
+    # Moore Threads' device plugin reads it for the GPUs to give.
     pod = _pod({"mthreads.com/vgpu": "2"}, annotations={GPU_NUM: "7"})
-    assert _annotations(running, pod) == {GPU_NUM: "7"}
+    assert _annotations(running, pod) == {GPU_NUM: "2"}
+
+
+def test_a_right_count_is_left_alone(running: RunningExtender) -> None:
+    pod = _pod({"mthreads.com/vgpu": "2"}, annotations={GPU_NUM: "2"})
+    assert not [op for op in _ops(_answer(running, pod)) if op["path"].startswith("/metadata")]

@@ -190,7 +190,7 @@ def decide(
     )
     if runtime_class and not spec.get("runtimeClassName"):
         patch.append({"op": "add", "path": "/spec/runtimeClassName", "value": runtime_class})
-    patch.extend(_annotation_ops(pod, _pod_annotations(admissions)))
+    patch.extend(_annotation_ops(pod, _pod_annotations(pod, admissions)))
     return Decision(True, "", tuple(patch))
 
 
@@ -318,7 +318,7 @@ def _admitted_pod(
 ) -> Mapping[str, Any]:
     """The pod as the vendors' admissions leave its resources and annotations (a copy;
     ``pod`` itself when nothing changes), for reading its request."""
-    added = _new_annotations(pod, _pod_annotations(admissions))
+    added = _pod_annotations(pod, admissions)
     if not added and not any(a.limits or a.requests for found in admissions for a in found):
         return pod
     result: dict[str, Any] = copy.deepcopy(dict(pod))
@@ -435,26 +435,29 @@ def _env_ops(
     ]
 
 
-def _pod_annotations(admissions: Sequence[Sequence[ContainerAdmission]]) -> dict[str, str]:
-    """The pod annotations every vendor's admission adds, container by container: of two
-    naming one key the later wins (HAMi's webhook sets them as it walks the containers)."""
+def _pod_annotations(
+    pod: Mapping[str, Any], admissions: Sequence[Sequence[ContainerAdmission]]
+) -> dict[str, str]:
+    """The pod annotations every vendor's admission writes, container by container (of
+    two naming one key the later wins, as HAMi's webhook walks them): a default only
+    where the pod has no value of its own, a set value wherever the pod's differs."""
+    present = _mapping(_mapping(pod.get("metadata")).get("annotations"))
     wanted: dict[str, str] = {}
     for found in admissions:
         for admitted in found:
-            wanted.update(admitted.pod_annotations)
+            for key, value in admitted.pod_annotations.items():
+                if key not in present:
+                    wanted[key] = value
+            for key, value in admitted.pod_annotations_set.items():
+                if present.get(key) != value:
+                    wanted[key] = value
     return wanted
 
 
-def _new_annotations(pod: Mapping[str, Any], wanted: Mapping[str, str]) -> dict[str, str]:
-    """Those of ``wanted`` the pod does not have: a user's own value is never replaced."""
-    present = _mapping(_mapping(pod.get("metadata")).get("annotations"))
-    return {key: value for key, value in wanted.items() if key not in present}
-
-
-def _annotation_ops(pod: Mapping[str, Any], wanted: Mapping[str, str]) -> list[dict[str, Any]]:
-    """JSON Patch operations adding the pod annotations it lacks; a missing
-    ``metadata.annotations`` is created once with all of them."""
-    added = _new_annotations(pod, wanted)
+def _annotation_ops(pod: Mapping[str, Any], added: Mapping[str, str]) -> list[dict[str, Any]]:
+    """JSON Patch operations writing ``added`` (``add`` replaces a member the object
+    has, RFC 6902); a missing ``metadata.annotations`` is created once with all of
+    them."""
     if not added:
         return []
     metadata = pod.get("metadata")

@@ -40,8 +40,9 @@ class ContainerAdmission:
     (one already there by name is kept), the pod's ``runtimeClassName`` to set when
     the pod has none ("" sets nothing), and pod annotations to add (one the pod already
     has is kept; of two containers naming one key, the later wins, as HAMi's webhook
-    walks them). ``uses``: whether the container asks for this vendor (HAMi's
-    ``found``)."""
+    walks them); ``pod_annotations_set`` are written whatever the pod has (HAMi sets
+    them: a device plugin reads them). ``uses``: whether the container asks for this
+    vendor (HAMi's ``found``)."""
 
     limits: Mapping[str, str] = field(default_factory=dict)
     requests: Mapping[str, str] = field(default_factory=dict)
@@ -49,6 +50,7 @@ class ContainerAdmission:
     runtime_class_name: str = ""
     uses: bool = False
     pod_annotations: Mapping[str, str] = field(default_factory=dict)
+    pod_annotations_set: Mapping[str, str] = field(default_factory=dict)
 
 
 @dataclass(frozen=True, slots=True)

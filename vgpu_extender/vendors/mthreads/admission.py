@@ -3,8 +3,8 @@
 A container with the count (limits, else requests) uses the GPUs; a count of 0 or
 less is refused. Several GPUs are whole: limits ``sgpu-core = 16 x n`` and
 ``sgpu-memory = 96 x n``, and the pod annotation ``mthreads.com/request-gpu-num:
-<n>`` (``pod_annotations``; of several such containers the last one's count stands, as
-HAMi's webhook walks them). One GPU with no memory limit gets the same whole-GPU
+<n>`` (``pod_annotations_set``: written over a value the pod has, as HAMi's webhook
+writes it; of several such containers the last one's count stands, as it walks them). One GPU with no memory limit gets the same whole-GPU
 limits; one with a memory limit must ask one of 2, 4, 8, 16, 32, 64 or 96 units. The
 error texts are HAMi's.
 """
@@ -71,7 +71,9 @@ def container_admission(
             raise hami_error(INVALID_MEMORY, field=config.memory_resource, value=memory_raw)
         return ContainerAdmission(uses=True)
     changed = {key: value for key, value in whole.items() if str(limits.get(key)) != value}
-    return ContainerAdmission(limits=changed, uses=True, pod_annotations=_count_annotation(count))
+    return ContainerAdmission(
+        limits=changed, uses=True, pod_annotations_set=_count_annotation(count)
+    )
 
 
 def pod_annotations(
