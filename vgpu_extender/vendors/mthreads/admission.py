@@ -4,9 +4,9 @@ A container with the count (limits, else requests) uses the GPUs; a count of 0 o
 less is refused. Several GPUs are whole: limits ``sgpu-core = 16 x n`` and
 ``sgpu-memory = 96 x n``, and the pod annotation ``mthreads.com/request-gpu-num:
 <n>`` (``pod_annotations_set``: written over a value the pod has, as HAMi's webhook
-writes it; of several such containers the last one's count stands, as it walks them). One GPU with no memory limit gets the same whole-GPU
-limits; one with a memory limit must ask one of 2, 4, 8, 16, 32, 64 or 96 units. The
-error texts are HAMi's.
+writes it; of several such containers the last one's count stands, as it walks them).
+One GPU with no memory limit gets the same whole-GPU limits; one with a memory limit
+must ask one of 2, 4, 8, 16, 32, 64 or 96 units. The error texts are HAMi's.
 """
 
 from __future__ import annotations
