@@ -30,7 +30,6 @@ from tests.support.apiserver_process import ApiServerProcess
 from tests.support.server import (
     ExtenderProcess,
     args,
-    args_body_probe,
     bind_args,
     free_port,
     node_json,
@@ -130,14 +129,17 @@ class Traffic:
         return response.json()
 
     def wait_serving(self) -> None:
+        """Until the extender is ready: answering over HTTPS, its first sync with the API
+        server done (until then the verbs place nothing)."""
+
         def serving() -> bool:
             assert self.process.process.poll() is None, self.process.log.read_text()
             try:
-                return self.client.post("/noop", json=args_body_probe()).status_code == 200
+                return self.client.get("/readyz").status_code == 200
             except httpx.TransportError:
                 return False
 
-        _wait(serving, "the extender answers over HTTPS")
+        _wait(serving, "the extender is ready over HTTPS")
 
     def filter_again(self) -> None:
         self.post("/filter", args(pod_json("probe", mem=1000), ["n1", "n2"]))
