@@ -18,6 +18,8 @@ from typing import Any
 
 import yaml
 
+from tests.support.json_patch import json_patch
+
 ROOT = Path(__file__).resolve().parents[2]
 DEPLOY = ROOT / "deploy"
 BASE = DEPLOY / "base"
@@ -125,43 +127,6 @@ def _strip_nulls(value: Any) -> Any:
     if isinstance(value, list):
         return [_strip_nulls(v) for v in value]
     return value
-
-
-# --- JSON 6902 ------------------------------------------------------------------------
-
-
-def _pointer(path: str) -> list[str]:
-    if not path.startswith("/"):
-        raise ValueError(f"JSON pointer must start with '/': {path!r}")
-    return [part.replace("~1", "/").replace("~0", "~") for part in path.split("/")[1:]]
-
-
-def json_patch(obj: Obj, operations: list[dict[str, Any]]) -> Obj:
-    """Apply add / replace / remove (what deploy/ uses) to a copy of ``obj``."""
-    result = copy.deepcopy(obj)
-    for op in operations:
-        *parents, last = _pointer(op["path"])
-        node: Any = result
-        for part in parents:
-            node = node[int(part)] if isinstance(node, list) else node[part]
-        kind = op["op"]
-        if kind not in ("add", "replace", "remove"):
-            raise ValueError(f"unsupported JSON patch op {kind!r}")
-        if isinstance(node, list):
-            index = len(node) if last == "-" else int(last)
-            if kind == "remove":
-                del node[index]
-            elif kind == "replace":
-                node[index] = copy.deepcopy(op["value"])
-            else:
-                node.insert(index, copy.deepcopy(op["value"]))
-        elif kind == "remove":
-            del node[last]
-        else:
-            if kind == "replace" and last not in node:
-                raise KeyError(f"replace of a missing key {op['path']!r}")
-            node[last] = copy.deepcopy(op["value"])
-    return result
 
 
 def _matches(obj: Obj, target: dict[str, Any]) -> bool:

@@ -11,7 +11,6 @@ server would.
 from __future__ import annotations
 
 import base64
-import copy
 import dataclasses
 import json
 from collections.abc import Iterator
@@ -19,6 +18,7 @@ from typing import Any
 
 import pytest
 
+from tests.support.json_patch import json_patch
 from tests.support.server import RunningExtender, standalone_settings, start_extender
 from vgpu_extender.vendors.ascend import DEFAULT_CHIPS, ChipConfig
 
@@ -146,19 +146,8 @@ def _patch(response: dict[str, Any]) -> list[dict[str, Any]]:
 def _apply(document: dict[str, Any], patch: list[dict[str, Any]]) -> dict[str, Any]:
     """RFC 6902 ``add`` (the only operation the webhook emits); a path whose parent is
     missing fails, as on the API server."""
-    result = copy.deepcopy(document)
-    for op in patch:
-        assert op["op"] == "add", op
-        tokens = [t.replace("~1", "/").replace("~0", "~") for t in op["path"].split("/")[1:]]
-        *parents, last = tokens
-        target: Any = result
-        for token in parents:
-            target = target[int(token)] if isinstance(target, list) else target[token]
-        if isinstance(target, list):
-            target.append(op["value"]) if last == "-" else target.insert(int(last), op["value"])
-        else:
-            target[last] = op["value"]
-    return result
+    assert all(op["op"] == "add" for op in patch), patch
+    return json_patch(document, patch)
 
 
 def _mutated(running: RunningExtender, pod: dict[str, Any]) -> dict[str, Any]:

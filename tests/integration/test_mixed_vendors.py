@@ -15,12 +15,12 @@ vendor's device plugin would.
 from __future__ import annotations
 
 import base64
-import copy
 import json
 from pathlib import Path
 from typing import Any
 
 from tests.support.apiserver import FakeApiServer
+from tests.support.json_patch import json_patch
 from tests.support.mixed_vendors import ALL_VENDORS, Ask, Kind, kinds, node_of, pod_of
 from tests.support.server import (
     RunningExtender,
@@ -235,20 +235,8 @@ def _admitted(running: RunningExtender, pod: dict[str, Any]) -> tuple[dict[str, 
     response = running.client.post("/webhook", json=review).json()["response"]
     assert response["allowed"] is True, response
     operations = json.loads(base64.b64decode(response["patch"])) if "patch" in response else []
-    result = copy.deepcopy(pod)
-    for op in operations:
-        assert op["op"] == "add", op
-        *parents, last = [
-            t.replace("~1", "/").replace("~0", "~") for t in op["path"].split("/")[1:]
-        ]
-        target: Any = result
-        for token in parents:
-            target = target[int(token)] if isinstance(target, list) else target[token]
-        if isinstance(target, list):
-            target.append(op["value"]) if last == "-" else target.insert(int(last), op["value"])
-        else:
-            target[last] = op["value"]
-    return result, len(operations)
+    assert all(op["op"] == "add" for op in operations), operations  # the only one it emits
+    return json_patch(pod, operations), len(operations)
 
 
 def test_a_pod_of_every_vendor_admitted_once_per_webhook_entry(tmp_path: Path) -> None:

@@ -14,6 +14,7 @@ from typing import Any
 
 import pytest
 
+from tests.support.json_patch import json_patch
 from tests.support.server import RunningExtender, standalone_settings, start_extender
 
 SCHEDULER = "vgpu-scheduler"
@@ -83,20 +84,8 @@ def _review(pod: Any, operation: str = "CREATE") -> dict[str, Any]:
 
 def _apply(document: dict[str, Any], patch: list[dict[str, Any]]) -> dict[str, Any]:
     """RFC 6902 ``add``, the only operation the webhook emits."""
-    result = copy.deepcopy(document)
-    for op in patch:
-        assert op["op"] == "add", op
-        *parents, last = [
-            t.replace("~1", "/").replace("~0", "~") for t in op["path"].split("/")[1:]
-        ]
-        target: Any = result
-        for token in parents:
-            target = target[int(token)] if isinstance(target, list) else target[token]
-        if isinstance(target, list):
-            target.append(op["value"]) if last == "-" else target.insert(int(last), op["value"])
-        else:
-            target[last] = op["value"]
-    return result
+    assert all(op["op"] == "add" for op in patch), patch
+    return json_patch(document, patch)
 
 
 def _admit(running: RunningExtender, pod: Any, operation: str = "CREATE") -> dict[str, Any]:

@@ -10,13 +10,13 @@ Each answer's JSON Patch is applied to the pod, as the API server would.
 from __future__ import annotations
 
 import base64
-import copy
 import json
 from collections.abc import Iterator
 from typing import Any
 
 import pytest
 
+from tests.support.json_patch import json_patch
 from tests.support.server import RunningExtender, standalone_settings, start_extender
 
 SCHEDULER = "vgpu-scheduler"
@@ -84,20 +84,8 @@ def _ops(answer: dict[str, Any]) -> list[dict[str, Any]]:
 
 def _apply(pod: dict[str, Any], ops: list[dict[str, Any]]) -> dict[str, Any]:
     """RFC 6902 ``add`` with RFC 6901 pointers, the only operation the webhook emits."""
-    result = copy.deepcopy(pod)
-    for op in ops:
-        assert op["op"] == "add", op
-        *parents, last = [
-            t.replace("~1", "/").replace("~0", "~") for t in op["path"].split("/")[1:]
-        ]
-        target: Any = result
-        for token in parents:
-            target = target[int(token)] if isinstance(target, list) else target[token]
-        if isinstance(target, list):
-            target.append(op["value"]) if last == "-" else target.insert(int(last), op["value"])
-        else:
-            target[last] = op["value"]
-    return result
+    assert all(op["op"] == "add" for op in ops), ops
+    return json_patch(pod, ops)
 
 
 def _annotations(running: RunningExtender, pod: dict[str, Any]) -> dict[str, str]:
