@@ -9,7 +9,13 @@ import numpy as np
 import pytest
 
 from vgpu_extender.api import wire
-from vgpu_extender.api.repeats import RECENT, NameLists, ScoreLayouts
+from vgpu_extender.api.repeats import (
+    MAX_CUT_SHARE,
+    RECENT,
+    FeasibleLayouts,
+    NameLists,
+    ScoreLayouts,
+)
 from vgpu_extender.services.scheduling import FilterOutcome, Priorities
 
 POD: dict[str, Any] = {"metadata": {"name": "p", "namespace": "default", "uid": "u1"}}
@@ -193,3 +199,72 @@ def test_priorities_encode_the_same_on_first_and_later_requests() -> None:
     answers.append(msgspec.json.decode(wire.encode_priorities(Priorities(hosts, scores))))
     answers.append(msgspec.json.decode(wire.encode_priorities(Priorities(list(hosts), scores))))
     assert answers[0] == answers[1] == answers[2] == _plain(tuple(names), scores)
+
+
+def _cut(hosts: tuple[str, ...], rejected: set[str]) -> bytes | None:
+    """The feasible answer cut from ``hosts``' array, after a first sighting."""
+    layouts = FeasibleLayouts()
+    feasible = [host for host in hosts if host not in rejected]
+    assert layouts.encode(hosts, feasible, rejected) is None  # the first sighting
+    return layouts.encode(hosts, feasible, rejected)
+
+
+@pytest.mark.parametrize(
+    "rejected",
+    [{"n0"}, {"n19"}, {"n7"}, {"n7", "n8"}, {"n0", "n1", "n19"}, {"n3", "n9", "n15"}],
+    ids=["first", "last", "middle", "adjacent", "both-ends", "spread"],
+)
+def test_a_cut_answer_is_the_feasible_names_in_order(rejected: set[str]) -> None:
+    hosts = tuple(f"n{i}" for i in range(20))
+    cut = _cut(hosts, rejected)
+    assert cut is not None
+    assert msgspec.json.decode(cut) == [host for host in hosts if host not in rejected]
+
+
+def test_a_cut_keeps_names_that_need_escaping_exact() -> None:
+    hosts = ('quote"d', "back\\slash", "ünïcode", "tab\there", "plain", "x", "y", "z")
+    cut = _cut(hosts, {"ünïcode"})
+    assert cut is not None
+    assert msgspec.json.decode(cut) == [host for host in hosts if host != "ünïcode"]
+
+
+def test_cuts_refuse_what_is_not_a_cut_of_the_list() -> None:
+    layouts = FeasibleLayouts()
+    hosts = tuple(f"n{i}" for i in range(20))
+    feasible = list(hosts[1:])
+    layouts.encode(hosts, feasible, {"n0"})
+    assert layouts.encode(hosts, feasible, {"n0"}) is not None
+    assert layouts.encode(list(hosts), feasible, {"n0"}) is None  # not a remembered tuple
+    assert layouts.encode(hosts, feasible, set()) is None  # nothing rejected: echoed instead
+    assert layouts.encode(hosts, feasible, {"elsewhere"}) is None  # a name not listed
+    reordered = [feasible[1], feasible[0], *feasible[2:]]
+    assert layouts.encode(hosts, reordered, {"n0"}) is None  # not in the input order
+    assert layouts.encode(hosts, feasible[:-1], {"n0"}) is None  # one missing unexplained
+    # The lengths agree, the names do not: n1 is feasible and rejected, n0 neither.
+    assert layouts.encode(hosts, feasible, {"n1"}) is None
+    many = {f"n{i}" for i in range(int(MAX_CUT_SHARE * 20) + 1)}
+    assert layouts.encode(hosts, [h for h in hosts if h not in many], many) is None
+
+
+def test_a_list_naming_a_node_twice_is_not_cut() -> None:
+    hosts = ("a", "b", "a", "c", "d", "e", "f", "g")
+    assert _cut(hosts, {"b"}) is None
+
+
+def test_filter_answers_a_few_failed_nodes_the_same_first_and_later() -> None:
+    names = [f"gpu-node-{i:04d}" for i in range(40)]
+    full = {"gpu-node-0003": "insufficient gpumem", "gpu-node-0017": "no free slot"}
+    unknown = {"gpu-node-0039": "node not found"}
+    outcome = FilterOutcome(
+        feasible=[n for n in names if n not in full and n not in unknown],
+        failed=full,
+        unresolvable=unknown,
+    )
+    answers = []
+    for _ in range(3):
+        args = wire.decode_args(_body(names))
+        answers.append(msgspec.json.decode(wire.encode_filter(args, outcome)))
+    assert answers[0] == answers[1] == answers[2]
+    assert answers[0]["NodeNames"] == outcome.feasible
+    assert answers[0]["FailedNodes"] == {**full, **unknown}
+    assert answers[0]["FailedAndUnresolvableNodes"] == unknown

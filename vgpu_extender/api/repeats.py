@@ -14,12 +14,17 @@ objects: more than the placement itself. So:
   vectorised stores.
   Scores are written as two characters, `` 5`` or ``10``: JSON allows the space, and
   every entry keeps a fixed width.
+- ``FeasibleLayouts`` keeps, per such tuple seen twice, the tuple's JSON array and each
+  name's byte span in it, so filter's answer when most candidates passed (full nodes
+  are rejected pod after pod) is that array less the rejected names' spans, not 5,000
+  strings encoded again.
 """
 
 from __future__ import annotations
 
 import threading
-from collections.abc import Callable, Sequence
+from collections.abc import Callable, Collection, Sequence
+from typing import Generic, TypeVar
 
 import msgspec
 import numpy as np
@@ -101,14 +106,41 @@ class _Layout:
         return b"[" + out.tobytes()
 
 
+_Memo = TypeVar("_Memo")
+
+
+class _TupleMemo(Generic[_Memo]):
+    """Something made of a host tuple ``NameLists`` handed out, kept by the tuple's
+    identity for the last ``size`` tuples; made only on a tuple's second use (a list
+    answered once does not pay for it)."""
+
+    def __init__(self, make: Callable[[tuple[str, ...]], _Memo | None], size: int = RECENT):
+        self._make = make
+        self._size = size
+        self._recent: list[tuple[tuple[str, ...], _Memo | None]] = []
+        self._once: tuple[str, ...] | None = None
+        self._lock = threading.Lock()
+
+    def get(self, hosts: tuple[str, ...]) -> _Memo | None:
+        """The memo of ``hosts``; None on its first use, or where ``make`` declined it
+        (remembered too: such a tuple is not tried again)."""
+        for known, memo in self._recent:
+            if known is hosts:
+                return memo
+        if self._once is not hosts:
+            self._once = hosts
+            return None
+        memo = self._make(hosts)
+        with self._lock:
+            self._recent = [(hosts, memo), *self._recent[: self._size - 1]]
+        return memo
+
+
 class ScoreLayouts:
     """Encoded layouts for the host tuples ``NameLists`` hands out, by identity."""
 
     def __init__(self, size: int = RECENT) -> None:
-        self._size = size
-        self._recent: list[tuple[tuple[str, ...], _Layout | None]] = []
-        self._once: tuple[str, ...] | None = None  # a layout pays off from the second use
-        self._lock = threading.Lock()
+        self._layouts = _TupleMemo(_Layout.of, size)
 
     def encode(self, hosts: Sequence[str], scores: npt.NDArray[np.int64]) -> bytes | None:
         """The ``HostPriorityList``, or None when ``hosts`` is not a remembered tuple or a
@@ -117,13 +149,79 @@ class ScoreLayouts:
             return None
         if scores.min() < 0 or scores.max() > 10:
             return None
-        for known, layout in self._recent:
-            if known is hosts:
-                return None if layout is None else layout.encode(scores)
-        if self._once is not hosts:
-            self._once = hosts
-            return None
-        layout = _Layout.of(hosts)  # None is remembered too: such a list is not laid out
-        with self._lock:
-            self._recent = [(hosts, layout), *self._recent[: self._size - 1]]
+        layout = self._layouts.get(hosts)
         return None if layout is None else layout.encode(scores)
+
+
+#: The answer is cut from the array only while at most this share of the candidates
+#: was rejected: a short feasible list is encoded as cheaply the ordinary way.
+MAX_CUT_SHARE = 0.25
+
+
+class _Spans:
+    """One host tuple's JSON array, and where each name lies in it (the quotes included)."""
+
+    __slots__ = ("array", "ends", "position", "starts")
+
+    def __init__(self, encoded: Sequence[bytes], position: dict[str, int]) -> None:
+        self.array = b"[" + b",".join(encoded) + b"]"
+        lengths = np.fromiter((len(item) for item in encoded), dtype=np.int64, count=len(encoded))
+        # After "[", each name and then its comma: a name ends one byte per name, and
+        # the lengths of those before it and its own, in.
+        ends = np.cumsum(lengths + 1)
+        self.ends: list[int] = ends.tolist()
+        self.starts: list[int] = (ends - lengths).tolist()
+        self.position = position
+
+    @classmethod
+    def of(cls, hosts: tuple[str, ...]) -> _Spans | None:
+        """The spans of ``hosts``; None when a name repeats (a rejected name would not say
+        which of its places to cut)."""
+        position = {host: index for index, host in enumerate(hosts)}
+        if len(position) != len(hosts):
+            return None
+        return cls([msgspec.json.encode(host) for host in hosts], position)
+
+    def without(
+        self, hosts: tuple[str, ...], feasible: list[str], rejected: Collection[str]
+    ) -> bytes | None:
+        """The array of ``hosts`` less ``rejected``, if that is exactly ``feasible``."""
+        try:
+            cuts = sorted(self.position[name] for name in rejected)
+        except KeyError:
+            return None  # a reason for a name not in the list: not a cut of it
+        kept = list(hosts)
+        for cut in reversed(cuts):
+            del kept[cut]
+        if kept != feasible:  # identical strings: compared by identity, no character read
+            return None
+        view = memoryview(self.array)
+        runs: list[memoryview] = []
+        first = 0
+        for cut in [*cuts, len(hosts)]:
+            if cut > first:
+                runs.append(view[self.starts[first] : self.ends[cut - 1]])
+            first = cut + 1
+        return b"[" + b",".join(runs) + b"]"
+
+
+class FeasibleLayouts:
+    """Filter's ``NodeNames`` answer cut from the candidates' own JSON array."""
+
+    def __init__(self, size: int = RECENT) -> None:
+        self._spans = _TupleMemo(_Spans.of, size)
+
+    def encode(
+        self, hosts: Sequence[str], feasible: list[str], rejected: Collection[str]
+    ) -> bytes | None:
+        """The feasible names as a JSON array, or None when ``hosts`` is not a remembered
+        tuple, too many were rejected, or ``feasible`` is not ``hosts`` less ``rejected``
+        (the caller encodes those the ordinary way)."""
+        if not isinstance(hosts, tuple) or not rejected:
+            return None
+        if len(rejected) > MAX_CUT_SHARE * len(hosts):
+            return None
+        if len(feasible) + len(rejected) != len(hosts):
+            return None
+        spans = self._spans.get(hosts)
+        return None if spans is None else spans.without(hosts, feasible, rejected)

@@ -17,7 +17,7 @@ from typing import Any
 
 import msgspec
 
-from vgpu_extender.api.repeats import NameLists, ScoreLayouts
+from vgpu_extender.api.repeats import FeasibleLayouts, NameLists, ScoreLayouts
 from vgpu_extender.domain.text import without_format_verbs
 from vgpu_extender.services.binding import BindRequest
 from vgpu_extender.services.inventory import NodeRef, NodeView
@@ -81,6 +81,7 @@ _ANY = msgspec.json.Decoder()
 _ENCODER = msgspec.json.Encoder()
 _NAME_LISTS = NameLists()
 _SCORE_LAYOUTS = ScoreLayouts()
+_FEASIBLE_LAYOUTS = FeasibleLayouts()
 _NULL = b"null"
 
 
@@ -363,9 +364,10 @@ def encode_filter(args: ExtenderArgs | None, outcome: FilterOutcome) -> bytes:
                 raw for raw, name in zip(args.raw_nodes, args.names, strict=True) if name in keep
             ],
         }
-    elif not outcome.error:
-        result["NodeNames"] = _feasible_names(args, outcome.feasible)
-    result["FailedNodes"] = _all_failed(outcome)
+    failed = _all_failed(outcome)
+    if result["Nodes"] is None and not outcome.error:
+        result["NodeNames"] = _feasible_names(args, outcome.feasible, failed)
+    result["FailedNodes"] = failed
     result["FailedAndUnresolvableNodes"] = outcome.unresolvable
     result["Error"] = without_format_verbs(outcome.error)
     return _ENCODER.encode(result)
@@ -382,12 +384,18 @@ def _all_failed(outcome: FilterOutcome) -> dict[str, str]:
     return {**outcome.failed, **outcome.unresolvable}
 
 
-def _feasible_names(args: ExtenderArgs | None, feasible: list[str]) -> list[str] | Raw:
+def _feasible_names(
+    args: ExtenderArgs | None, feasible: list[str], failed: Mapping[str, str]
+) -> list[str] | Raw:
     """Feasible names keep the input order, so when every candidate passed they are the
-    array received, echoed as is rather than encoded again."""
-    if args is None or args.names_json is None or len(feasible) != len(args.names):
+    array received, echoed as is rather than encoded again, and when a few failed, the
+    candidates' array with those cut out (``repeats.FeasibleLayouts``)."""
+    if args is None or args.names_json is None:
         return feasible
-    return Raw(args.names_json)
+    if len(feasible) == len(args.names):
+        return Raw(args.names_json)
+    cut = _FEASIBLE_LAYOUTS.encode(args.names, feasible, failed.keys())
+    return feasible if cut is None else Raw(cut)
 
 
 class HostPriority(msgspec.Struct, gc=False):
