@@ -5,11 +5,12 @@ from __future__ import annotations
 from typing import Any
 
 import pytest
+from kubernetes.client.exceptions import ApiException
 
 from tests.support.apiserver import FakeApiServer
 from tests.support.kube_contract import node, pod
 from vgpu_extender.kube import objects, real
-from vgpu_extender.kube.errors import KubeError
+from vgpu_extender.kube.errors import KubeError, WatchExpired
 from vgpu_extender.kube.real import RealKubeClient
 
 PAGE = 7
@@ -145,3 +146,58 @@ def test_a_last_page_with_nothing_left_ends_the_list(
     listing = real_kube.list_pods_with_version()
     assert [objects.name(item) for item in listing.items] == ["a", "b"]
     assert [kwargs.get("_continue") for kwargs in seen] == [None, "t1"]
+
+
+def test_a_list_whose_snapshot_expires_midway_is_listed_again_in_one_request(
+    apiserver: FakeApiServer, real_kube: RealKubeClient, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    # client-go's pager does the same: paging again could expire again, and again.
+    names = [f"pod-{i:02d}" for i in range(3 * PAGE)]
+    for name in names:
+        apiserver.add_pod(pod(name))
+    calls: list[dict[str, Any]] = []
+    original = real_kube._core.list_pod_for_all_namespaces
+
+    def list_pods(*args: Any, **kwargs: Any) -> Any:
+        calls.append(kwargs)
+        if len(calls) == 2:  # after the first page: the snapshot is compacted away
+            apiserver.add_pod(pod("pod-late"))
+            apiserver.compact()
+        return original(*args, **kwargs)
+
+    monkeypatch.setattr(real_kube._core, "list_pod_for_all_namespaces", list_pods)
+
+    listing = real_kube.list_pods_with_version()
+
+    assert sorted(objects.name(p) for p in listing.items) == sorted([*names, "pod-late"])
+    assert listing.resource_version == apiserver.cluster.resource_version
+    assert [("limit" in c, "_continue" in c) for c in calls] == [
+        (True, False),
+        (True, True),  # answered 410 Expired
+        (False, False),  # everything at once
+    ]
+
+
+def test_the_test_server_answers_an_expired_continue_token_as_the_real_one(
+    apiserver: FakeApiServer, real_kube: RealKubeClient
+) -> None:
+    for i in range(2 * PAGE):
+        apiserver.add_pod(pod(f"pod-{i:02d}"))
+    first = real_kube._core.list_pod_for_all_namespaces(limit=PAGE)
+    apiserver.add_pod(pod("pod-late"))
+    apiserver.compact()  # the first page's snapshot is gone
+    with pytest.raises(ApiException) as raised:
+        real_kube._core.list_pod_for_all_namespaces(limit=PAGE, _continue=first.metadata._continue)
+    assert raised.value.status == 410
+    assert "too old to display a consistent list" in raised.value.body
+
+
+def test_an_expiry_on_the_first_page_is_the_callers_to_handle(
+    monkeypatch: pytest.MonkeyPatch, real_kube: RealKubeClient
+) -> None:
+    def call(_context: str, _method: Any, *args: Any, **kwargs: Any) -> dict[str, Any]:
+        raise WatchExpired("too old resource version", status=410, reason="Expired")
+
+    monkeypatch.setattr(real_kube, "_call", call)
+    with pytest.raises(WatchExpired):
+        real_kube.list_pods_with_version()

@@ -17,7 +17,7 @@ from typing import Any
 import msgspec
 
 from tests.support.selectors import Predicate, SelectorError, field_selector, label_selector
-from vgpu_extender.kube.errors import KubeError
+from vgpu_extender.kube.errors import KubeError, WatchExpired
 from vgpu_extender.kube.memory import InMemoryCluster, Kind
 
 MERGE_TYPES = frozenset({"application/merge-patch+json", "application/strategic-merge-patch+json"})
@@ -113,12 +113,13 @@ def _collection(kind: Kind) -> Handler:
                 predicate=chosen,
             )
             return Stream(_watch_lines(events))
+        token = request.query.get("continue")
+        start = _continued(token) if token else None
+        if start is not None:
+            _require_snapshot(cluster, start.rv)
         listing = cluster.list_objects(kind, namespace=namespace, predicate=chosen)
         items, metadata = _page(
-            listing.items,
-            listing.resource_version,
-            request.query.get("limit"),
-            request.query.get("continue"),
+            listing.items, listing.resource_version, request.query.get("limit"), start
         )
         api_version, list_kind = LIST_KINDS[kind]
         return Reply(
@@ -136,18 +137,34 @@ class _Continue(msgspec.Struct, frozen=True):
     after: tuple[str, str]
 
 
+def _continued(token: str) -> _Continue:
+    try:
+        return msgspec.json.decode(base64.urlsafe_b64decode(token), type=_Continue)
+    except (ValueError, msgspec.DecodeError):
+        raise bad_request(f"continue token {token!r} is not one this server gave") from None
+
+
+def _require_snapshot(cluster: InMemoryCluster, version: str) -> None:
+    """The real server's answer to a token whose snapshot was compacted away: 410."""
+    try:
+        cluster.require_history(version)
+    except WatchExpired:
+        raise WatchExpired(
+            "The provided continue parameter is too old to display a consistent list "
+            "result. You can start a new list without the continue parameter.",
+            status=410,
+            reason="Expired",
+        ) from None
+
+
 def _page(
-    items: list[dict[str, Any]], version: str, limit: str | None, token: str | None
+    items: list[dict[str, Any]], version: str, limit: str | None, start: _Continue | None
 ) -> tuple[list[dict[str, Any]], dict[str, Any]]:
     """One page of a list (``limit``, ``continue``), as the real server pages: in key
     order, each page after the last key of the one before, every page carrying the
     first page's resourceVersion. Unlike the real server, a later page shows the
     objects as they are now, not as they were at that version."""
-    if token:
-        try:
-            start = msgspec.json.decode(base64.urlsafe_b64decode(token), type=_Continue)
-        except (ValueError, msgspec.DecodeError):
-            raise bad_request(f"continue token {token!r} is not one this server gave") from None
+    if start is not None:
         version = start.rv
         items = [o for o in items if _key(o) > start.after]
     metadata: dict[str, Any] = {"resourceVersion": version}

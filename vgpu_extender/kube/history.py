@@ -58,14 +58,18 @@ class ChangeLog:
         while len(self._changes) > self._limit:
             self._compacted = self._changes.popleft().revision
 
-    def after(self, cursor: int) -> list[Change]:
-        """Changes after ``cursor``, oldest first; ``WatchExpired`` if some were dropped."""
+    def require(self, cursor: int) -> None:
+        """``WatchExpired`` if changes after ``cursor`` were dropped."""
         if cursor < self._compacted:
             raise WatchExpired(
                 f"too old resource version: {cursor} ({self._compacted + 1})",
                 status=410,
                 reason="Expired",
             )
+
+    def after(self, cursor: int) -> list[Change]:
+        """Changes after ``cursor``, oldest first; ``WatchExpired`` if some were dropped."""
+        self.require(cursor)
         newer: list[Change] = []
         for change in reversed(self._changes):  # walk back only as far as needed
             if change.revision <= cursor:

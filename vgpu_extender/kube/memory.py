@@ -125,6 +125,13 @@ class InMemoryCluster:
             ]
             return Listing(items, str(self._revision))
 
+    def require_history(self, resource_version: str) -> None:
+        """``WatchExpired`` (410) when changes since ``resource_version`` were compacted
+        away: a list continued from a snapshot that old cannot be consistent."""
+        version = self._parse_version(resource_version)
+        with self._cond:
+            self._history.require(version)
+
     # ----- writing -------------------------------------------------------------------
 
     def put(self, kind: Kind, obj: Mapping[str, Any]) -> KubeObject:

@@ -54,6 +54,7 @@ from vgpu_extender.kube.errors import (
     KubeError,
     NotFound,
     OutcomeUnknown,
+    WatchExpired,
     as_binding_error,
     error_from_status,
 )
@@ -320,15 +321,31 @@ class RealKubeClient:
     def _list(self, context: str, method: Callable[..., Any], **kwargs: Any) -> Listing:
         """Every object of a collection, ``LIST_PAGE`` at a time (``limit``, then each
         page's ``continue`` token), as client-go's informers list: one snapshot, whose
-        resourceVersion every page carries. An expired token (the snapshot compacted
-        away mid-list) raises, as an expired watch does: the caller lists again."""
+        resourceVersion every page carries.
+
+        When a later page's token has expired (the snapshot was compacted away mid-list:
+        a list slower than the server's compaction), the collection is listed again in
+        one request, as client-go's pager does: listing again page by page could expire
+        again, and again, with no pause between."""
+        try:
+            return self._list_pages(context, method, **kwargs)
+        except _ContinueExpired as exc:
+            logger.warning("%s: %s; listing everything in one request", context, exc)
+            return _listing(self._call(context, method, **kwargs), context)
+
+    def _list_pages(self, context: str, method: Callable[..., Any], **kwargs: Any) -> Listing:
         items: list[KubeObject] = []
         version = ""
         token = ""
         tokens: set[str] = set()
         for _page in range(MOST_LIST_PAGES):
             page = {"limit": LIST_PAGE, **({"_continue": token} if token else {})}
-            body = self._call(context, method, **kwargs, **page)
+            try:
+                body = self._call(context, method, **kwargs, **page)
+            except WatchExpired as exc:
+                if not token:
+                    raise  # not a token's expiry: the caller's to handle
+                raise _ContinueExpired(str(exc)) from exc
             listing = _listing(body, context)
             items.extend(listing.items)
             version = version or listing.resource_version
@@ -471,6 +488,10 @@ class RealKubeClient:
         finally:
             response.close()
             response.release_conn()
+
+
+class _ContinueExpired(Exception):  # noqa: N818
+    """A later page's continue token has expired (410)."""
 
 
 def _listing(body: KubeObject, context: str) -> Listing:
