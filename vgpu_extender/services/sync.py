@@ -28,9 +28,10 @@ from __future__ import annotations
 import dataclasses
 import logging
 import threading
-from collections.abc import Callable, Iterator, Sequence
+from collections.abc import Callable, Iterable, Iterator, Sequence
 from dataclasses import dataclass, fields
 from datetime import UTC, datetime, timedelta
+from typing import TypeVar
 
 from vgpu_extender import store
 from vgpu_extender.backoff import Backoff, HealthyReset
@@ -87,6 +88,11 @@ STARTUP_RETRY_S = 5.0
 NODES_PER_LOCK = 1_000
 #: The Warning Event recorded on a pod whose allocation could not be imported.
 CONFLICT_EVENT = "AllocationConflict"
+#: How long ``stop`` waits for a reconcile pass under way to notice it (one pod's
+#: store write, unless the store hangs).
+RECONCILE_STOP_S = 5.0
+
+_Item = TypeVar("_Item")
 
 
 @dataclass(slots=True)
@@ -266,6 +272,8 @@ class SyncService:
         started = self._clock()
         pods = self._kube.list_pods_with_version()
         self.reconcile(pods.items, listed_at=started)
+        if self._stop.is_set():
+            return None  # the pass may have stopped part way: not synced
         return listing.resource_version, pods.resource_version
 
     def _nodes_done(self, done: int) -> None:
@@ -313,12 +321,18 @@ class SyncService:
     def stop(self, timeout_s: float = 0.5) -> None:
         """Ask the loops to end. A watch blocked on the server ends at its own timeout
         (its thread is a daemon and handles no event after the stop), so the wait here
-        is short."""
+        is short. A reconcile under way (the first sync's or a periodic one) stops
+        before its next pod; this waits for it (up to ``RECONCILE_STOP_S``), so that no
+        pass writes the store after the engine is gone."""
         self._stop.set()
         with self._threads_lock:
             threads, self._threads = self._threads, []
         for thread in threads:
             thread.join(timeout_s / max(1, len(threads)))
+        if self._reconcile_lock.acquire(timeout=RECONCILE_STOP_S):
+            self._reconcile_lock.release()
+        else:
+            logger.warning("a reconcile pass did not stop within %.0f s", RECONCILE_STOP_S)
 
     def _spawn(self, name: str, target: Callable[..., None], *args: object) -> None:
         thread = threading.Thread(target=target, args=args, name=name, daemon=True)
@@ -426,8 +440,7 @@ class SyncService:
                 young = max(
                     young, min(listed_at, self._started_at, self._clock() - self._in_flight)
                 )
-            for uid, meta in stored.items():
-                pacer.tick()
+            for uid, meta in self._until_stopped(stored.items(), pacer):
                 try:
                     left = self._check(uid, meta, by_uid.get(uid), young, report)
                     if startup and left and meta.created_at < self._started_at:
@@ -436,8 +449,7 @@ class SyncService:
                     report.failed += 1
                     unsettled += 1
                     _warn(exc, "reconcile: pod %s: %s", uid, exc)
-            for uid, pod in by_uid.items():
-                pacer.tick()
+            for uid, pod in self._until_stopped(by_uid.items(), pacer):
                 if uid in stored:
                     continue
                 try:
@@ -446,6 +458,11 @@ class SyncService:
                 except (store.StoreError, MalformedObject) as exc:
                     report.failed += 1
                     _warn(exc, "reconcile: import of pod %s: %s", uid, exc)
+            if self._stop.is_set():
+                # Cut short: the store is not written once ``stop`` has returned, and a
+                # pass that did not finish settles nothing.
+                logger.info("reconcile stopped part way: the service is stopping")
+                return report
             for conflict in self.conflicts.retain_seen_since(listed_at):
                 logger.info("allocation conflict of pod %s resolved", conflict.pod.uid)
             self._forget_absent_nodes(pacer)
@@ -464,6 +481,14 @@ class SyncService:
         if report.changes or report.failed:
             logger.info("reconcile fixed %d allocation(s): %s", report.changes, report)
         return report
+
+    def _until_stopped(self, items: Iterable[_Item], pacer: Pacer) -> Iterator[_Item]:
+        """``items`` one at a time, ``pacer`` ticked for each, until the service stops."""
+        for item in items:
+            if self._stop.is_set():
+                return
+            pacer.tick()
+            yield item
 
     def _check(
         self,

@@ -1,0 +1,101 @@
+"""Stopping the sync while a reconcile imports pods: the pass stops before its next pod,
+``stop`` returns only once it has, and the store is not written after."""
+
+from __future__ import annotations
+
+import threading
+import time
+from collections.abc import Iterator
+from datetime import timedelta
+from pathlib import Path
+from typing import Any
+
+import pytest
+from sqlalchemy.orm import Session, sessionmaker
+
+from tests.support.apiserver import FakeApiServer
+from tests.support.server import node_json, pod_json
+from tests.support.waiting import eventually
+from vgpu_extender import store
+from vgpu_extender.kube.real import RealKubeClient
+from vgpu_extender.services.cluster import ClusterState
+from vgpu_extender.services.inventory import InventoryService
+from vgpu_extender.services.sync import SyncService
+from vgpu_extender.vendors import create_vendor_set
+
+NODE = "gpu-0"
+GPUS = 8
+PER_GPU = 3
+#: Each import is held this long, so that the stop comes in the middle of the pass.
+IMPORT_DELAY_S = 0.05
+
+
+def _placed(name: str, gpu: int) -> dict[str, Any]:
+    """A running pod HAMi placed on ``gpu`` of the node: only a reconcile imports it."""
+    return pod_json(
+        name,
+        mem=1000,
+        node=NODE,
+        annotations={
+            "hami.io/vgpu-node": NODE,
+            "hami.io/vgpu-devices-allocated": f"GPU-{NODE}-{gpu},NVIDIA,1000,0:;",
+            "hami.io/vgpu-devices-to-allocate": "",
+            "hami.io/bind-phase": "success",
+        },
+    ) | {"status": {"phase": "Running"}}
+
+
+@pytest.fixture
+def sessions(tmp_path: Path) -> Iterator[sessionmaker[Session]]:
+    engine = store.make_engine(f"sqlite:///{tmp_path / 'store.db'}")
+    store.migrate(engine)
+    yield store.session_factory(engine)
+    engine.dispose()
+
+
+def _stored(sessions: sessionmaker[Session]) -> int:
+    with sessions() as session:
+        return sum(1 for _meta in store.pod_states(session))
+
+
+def test_a_stop_during_the_first_sync_ends_its_reconcile_before_the_next_pod(
+    apiserver: FakeApiServer, real_kube: RealKubeClient, sessions: sessionmaker[Session]
+) -> None:
+    apiserver.add_node(node_json(NODE, gpus=GPUS))
+    total = GPUS * PER_GPU
+    for i in range(total):
+        apiserver.add_pod(_placed(f"placed-{i:02d}", i % GPUS))
+    cluster = ClusterState(vendor=create_vendor_set("nvidia"))
+    inventory = InventoryService(cluster=cluster, sessions=sessions, split_count=10)
+    sync = SyncService(
+        cluster=cluster,
+        sessions=sessions,
+        inventory=inventory,
+        kube=real_kube,
+        reservation_ttl=timedelta(minutes=5),
+        interval_s=3600.0,
+    )
+    imported: list[str] = []
+    importing = threading.Event()
+    real_import = sync._import
+
+    def slow_import(pod: Any, report: Any) -> None:
+        importing.set()
+        time.sleep(IMPORT_DELAY_S)
+        real_import(pod, report)
+        imported.append(pod["metadata"]["name"])
+
+    sync._import = slow_import  # type: ignore[method-assign]
+    sync.start()
+    try:
+        assert importing.wait(10.0), "the first sync imported nothing"
+        eventually(lambda: len(imported) >= 3, "a few pods imported")
+    finally:
+        sync.stop()
+        inventory.stop()
+    after_stop = _stored(sessions)
+    time.sleep(5 * IMPORT_DELAY_S)
+
+    assert _stored(sessions) == after_stop  # nothing written once stop returned
+    assert after_stop == len(imported) < total  # the pass stopped part way
+    assert not sync.synced  # a pass cut short does not count as the first sync
