@@ -66,6 +66,16 @@ def test_only_the_most_recent_lists_are_remembered() -> None:
     assert len(calls) == RECENT + 2
 
 
+def test_a_list_in_use_stays_while_newer_ones_come_and_go() -> None:
+    lists = NameLists()
+    calls, decode = _decode_counting()
+    kept = lists.names(b'["filter"]', decode)
+    for i in range(3 * RECENT):
+        lists.names(msgspec.json.encode([f"prioritize-{i}"]), decode)
+        assert lists.names(b'["filter"]', decode) is kept  # used again after each
+    assert len(calls) == 1 + 3 * RECENT
+
+
 def _plain(hosts: tuple[str, ...], scores: np.ndarray) -> list[dict[str, Any]]:
     """The answer kube-scheduler reads: every host scored above 0 (a host left out
     gets 0 from the extender, as one scored 0 would)."""

@@ -52,9 +52,18 @@ class NameLists:
         self._lock = threading.Lock()
 
     def names(self, raw: bytes, decode: Callable[[bytes], Sequence[str]]) -> tuple[str, ...]:
-        """The names in ``raw`` (a JSON array of strings); ``decode`` runs on a miss."""
-        for seen, names in self._recent:
+        """The names in ``raw`` (a JSON array of strings); ``decode`` runs on a miss.
+        A list found moves to the front: filter's list, the same pod after pod, stays
+        while prioritize's lists come and go (a node filling up makes a new one)."""
+        recent = self._recent
+        for position, (seen, names) in enumerate(recent):
             if seen == raw:
+                if position:
+                    with self._lock:
+                        self._recent = [
+                            (seen, names),
+                            *(e for e in self._recent if e[1] is not names),
+                        ]
                 return names
         names = tuple(decode(raw))
         with self._lock:
