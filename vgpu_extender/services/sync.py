@@ -43,6 +43,7 @@ from vgpu_extender.log_throttle import ThrottledLog
 from vgpu_extender.services.cluster import ClusterState
 from vgpu_extender.services.conflicts import Conflict, ConflictRegistry, PodRef
 from vgpu_extender.services.event_recorder import EventRecorder
+from vgpu_extender.services.gone_pods import GonePods
 from vgpu_extender.services.inventory import (
     InventoryService,
     NodeView,
@@ -188,6 +189,7 @@ class SyncService:
         #: Guards ``_threads``: the first sync's thread starts the loops.
         self._threads_lock = threading.Lock()
         self._first_sync = FirstSync()
+        self._gone = GonePods()
         #: Guards ``_on_synced`` against the first sync finishing meanwhile.
         self._synced_lock = threading.Lock()
         self._on_synced: list[Callable[[], None]] = []
@@ -387,6 +389,7 @@ class SyncService:
             uid = kobj.uid(pod)
             ours = self._ours(pod)
             if kind == "DELETED" or kobj.is_terminal(pod):
+                self._gone.record(uid)  # before the release: see ``_import``
                 if self.conflicts.resolve(uid) is not None:
                     logger.info("allocation conflict of pod %s resolved: pod gone", uid)
                 if ours or self._cluster.index.allocation(uid) is not None:
@@ -570,12 +573,15 @@ class SyncService:
             self._forget_if_absent(node)
 
     def _import(self, pod: KubeObject, report: ReconcileReport) -> None:
-        """Record the devices a bound pod's annotations say it holds."""
+        """Record the devices a bound pod's annotations say it holds, unless the watch
+        has seen the pod go since the listing it comes from (``GonePods``)."""
+        uid = kobj.uid(pod)
+        if uid in self._gone:
+            return
         assignment = self._annotated(pod)
         if assignment is None:
             report.failed += 1
             return
-        uid = kobj.uid(pod)
         try:
             with self._sessions.begin() as session:
                 store.import_assignment(
@@ -603,6 +609,9 @@ class SyncService:
         report.imported += 1
         if self.conflicts.resolve(uid) is not None:
             logger.info("allocation conflict of pod %s resolved: imported", kobj.pod_key(pod))
+        if uid in self._gone:
+            # Gone while it was imported: the watch's release may have come first.
+            self._release(uid)
 
     def _conflict(self, pod: KubeObject, exc: store.ImportConflict) -> None:
         """Record a pod the store refused to import, and say so once on the pod."""
