@@ -18,13 +18,14 @@ from tests.contract.vendor_cases import CASES, VendorCase
 from vgpu_extender.domain import (
     ContainerRequest,
     Device,
+    DeviceUsage,
     NodeInventory,
     PodAssignment,
     PodRequest,
     Reason,
     Rejection,
 )
-from vgpu_extender.domain.share import Capacity
+from vgpu_extender.domain.share import Capacity, as_mutex
 from vgpu_extender.engine import ClusterIndex, choose_devices, fit
 from vgpu_extender.engine.reference import reference_fit
 from vgpu_extender.engine.rules import first_failing, fitting_mask
@@ -167,6 +168,29 @@ def test_the_share_stages_agree_on_grids_and_on_devices(case: VendorCase) -> Non
         assert on_grid == one_by_one
 
     check()
+
+
+@vendors
+def test_a_held_share_re_checked_for_a_mutex_pod_keeps_its_numbers(case: VendorCase) -> None:
+    # The store re-checks a mutex pod's devices with its held share made mutex: the
+    # same numbers, the mutex stage in force where the vendor honours the policy.
+    share = case.vendor.share
+    held = share.held(DeviceUsage(memory_mib=1024, cores=10, slots=1))
+    mutex = as_mutex(held)
+    assert mutex.mutex and not held.mutex
+    assert (mutex.slots, mutex.memory_mib, mutex.cores, mutex.exclusive) == (
+        held.slots,
+        held.memory_mib,
+        held.cores,
+        held.exclusive,
+    )
+    in_use = Capacity(3, 10_000, 90)  # free on a device of 4 slots: one share in use
+    total = Capacity(4, 16_384, 100)
+    refused = first_failing(share, in_use, total, mutex)
+    if share.honours_mutex:
+        assert refused is not None and refused.reason is Reason.EXCLUSIVE
+    else:  # the policy does not bind this vendor's devices
+        assert refused == first_failing(share, in_use, total, held)
 
 
 @vendors

@@ -716,6 +716,25 @@ class StoreContract:
         assert stored["p1"].meta.name == "pod-p1"
         assert stored["p4"].assignment == pods[3].assignment
 
+    def test_reserve_all_gives_a_mutex_pod_only_devices_no_other_pod_holds(self, db: Db) -> None:
+        """HAMi's mutex policy, re-checked at commit: GPU-a0 is held (committed, then by a
+        pod earlier in the batch), GPU-a1 is free; the policy binds only the pod asking."""
+        put_node(db)
+        do_reserve(db, "old", grants("node-a", [("GPU-a0", 1000, 0)]))
+        mutex = [
+            replace(_pod("m1", grants("node-a", [("GPU-a0", 1000, 0)])), mutex=True),
+            replace(_pod("m2", grants("node-a", [("GPU-a1", 1000, 0)])), mutex=True),
+            replace(_pod("m3", grants("node-a", [("GPU-a1", 1000, 0)])), mutex=True),
+            _pod("p4", grants("node-a", [("GPU-a1", 1000, 0)])),
+        ]
+        refusals = _reserve_all(db, mutex)
+        for refused, device in ((refusals[0], "GPU-a0"), (refusals[2], "GPU-a1")):
+            assert isinstance(refused, StoreConflict) and refused.reason is Reason.EXCLUSIVE
+            assert f"device {device} on node-a is in use" in str(refused)
+            assert "mutex policy needs an unused device" in str(refused)
+        assert refusals[1] is None and refusals[3] is None
+        assert sorted(row[0] for row in live(db)) == ["m2", "old", "p4"]
+
     def test_reserve_all_counts_what_is_committed(self, db: Db) -> None:
         put_node(db)
         do_reserve(db, "old", grants("node-a", [("GPU-a0", 6000, 0)]))

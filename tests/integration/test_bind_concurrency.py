@@ -129,3 +129,41 @@ def test_two_replicas_never_over_allocate(
         )
         assert annotations["hami.io/vgpu-node"] == node
     assert len(apiserver.bindings) == CAPACITY
+
+
+MUTEX = {"hami.io/gpu-scheduler-policy": "mutex"}
+
+
+def test_two_replicas_give_mutex_pods_devices_no_other_pod_holds(
+    apiserver: FakeApiServer, processes: list[ExtenderProcess], fresh_postgres: str
+) -> None:
+    # Each replica's index lags behind the other's binds: the store's re-check at
+    # commit is what keeps two mutex pods off one device.
+    count = 5 * len(NODES) * GPUS
+    pods = [
+        apiserver.add_pod(pod_json(f"m{i:03d}", mem=POD_MEM, cores=5, annotations=MUTEX))
+        for i in range(count)
+    ]
+
+    def bind(i: int) -> str:
+        response = processes[i % 2].post("/bind", bind_args(pods[i], NODES[i % len(NODES)]))
+        assert response.status_code == 200
+        error: str = response.json()["Error"]
+        return error
+
+    with ThreadPoolExecutor(max_workers=8) as pool:
+        errors = list(pool.map(bind, range(count)))
+
+    engine = store.make_engine(fresh_postgres)
+    try:
+        with store.session_factory(engine)() as session:
+            rows = store.live_allocations(session)
+    finally:
+        engine.dispose()
+    holders: dict[str, set[str]] = defaultdict(set)
+    for row in rows:
+        holders[row.device_uuid].add(row.pod_uid)
+    assert {uuid: len(uids) for uuid, uids in holders.items() if len(uids) > 1} == {}
+    # Every device went to one mutex pod, and only the binds beyond that were refused.
+    assert len(holders) == len(NODES) * GPUS
+    assert sum(1 for e in errors if not e) == len(NODES) * GPUS

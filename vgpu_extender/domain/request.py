@@ -148,6 +148,12 @@ class PodRequest:
         return self._device_asks
 
     @property
+    def mutex(self) -> bool:
+        """Whether the pod asks that no device it is given be in use (its containers'
+        ``mutex``, HAMi's pod policy)."""
+        return any(ask.mutex for ask in self._device_asks)
+
+    @property
     def vendors(self) -> tuple[str, ...]:
         """The vendor words the pod asks for, in order of first ask."""
         return tuple(dict.fromkeys(ask.vendor for ask in self.device_containers))

@@ -22,8 +22,8 @@ shape or a bool.
 from __future__ import annotations
 
 from collections.abc import Callable, Collection, Sequence
-from dataclasses import dataclass, field
-from typing import Any, NamedTuple, Protocol
+from dataclasses import dataclass, field, replace
+from typing import Any, NamedTuple, Protocol, cast
 
 from vgpu_extender.domain.assignment import DeviceUsage
 from vgpu_extender.domain.device import Device
@@ -218,6 +218,14 @@ class HeldShare:
 
     def memory_on(self, device_memory_mib: Any) -> Any:
         return self.memory_mib
+
+
+def as_mutex(held: ShareDemand) -> ShareDemand:
+    """``held`` as a pod with the mutex policy holds it: the store re-checks a mutex
+    pod's devices with the mutex stage, as the engine chose them. Every vendor's held
+    share is a dataclass with a ``mutex`` field (the vendor contract checks it)."""
+    changed: ShareDemand = replace(cast(Any, held), mutex=True)
+    return changed
 
 
 @dataclass(frozen=True, slots=True)

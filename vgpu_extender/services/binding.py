@@ -295,7 +295,9 @@ class BindingService:
         try:
             refusals = self._store.commit(
                 [
-                    store.Reservation(p.args.uid, p.args.namespace, p.args.pod_name, a)
+                    store.Reservation(
+                        p.args.uid, p.args.namespace, p.args.pod_name, a, mutex=p.request.mutex
+                    )
                     for p, a in chosen
                 ],
                 bound=self._publisher.bound_at_commit,

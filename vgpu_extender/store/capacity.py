@@ -17,7 +17,7 @@ from dataclasses import dataclass, replace
 from typing import NamedTuple
 
 from vgpu_extender.domain import Device, DeviceGrant, DeviceUsage, PodAssignment, Reason
-from vgpu_extender.domain.share import Capacity, ShareModels
+from vgpu_extender.domain.share import Capacity, ShareModels, as_mutex
 from vgpu_extender.engine.rules import misfit_on_device
 from vgpu_extender.vendors.registry import DEFAULT_SHARE
 
@@ -113,8 +113,11 @@ def find_misfit(
     committed: Mapping[str, DeviceUsage],
     assignment: PodAssignment,
     shares: ShareModels = DEFAULT_SHARES,
+    mutex: bool = False,
 ) -> Misfit | None:
-    """The first device on which ``assignment`` does not fit, or None when it all fits."""
+    """The first device on which ``assignment`` does not fit, or None when it all fits.
+    ``mutex``: the pod asked for devices no other pod uses (the share model's mutex
+    stage, where its vendor honours it)."""
     empty = DeviceUsage(0, 0, 0)
     for uuid, want in assignment.footprint().items():
         misfit = _device_misfit(
@@ -125,6 +128,7 @@ def find_misfit(
             uuid in cordoned,
             committed.get(uuid, empty),
             want,
+            mutex=mutex,
         )
         if misfit is not None:
             return misfit
@@ -162,6 +166,8 @@ def _device_misfit(
     cordoned: bool,
     used: DeviceUsage,
     want: DeviceUsage,
+    *,
+    mutex: bool = False,
 ) -> Misfit | None:
     where = f"device {uuid} on {node}"
     if device is None:
@@ -171,12 +177,13 @@ def _device_misfit(
     if cordoned:
         return Misfit(Reason.CORDONED, uuid, f"{where} is cordoned")
     share = shares.of(device.vendor)
+    held = share.held(want)
     failed = misfit_on_device(
         share,
         where,
         Capacity(used.slots, used.memory_mib, used.cores),
         Capacity(device.count, device.memory_mib, device.cores),
-        share.held(want),
+        as_mutex(held) if mutex else held,
     )
     if failed is None:
         return None

@@ -285,7 +285,7 @@ def _unusable(node: _LockedNode) -> StoreConflict | None:
 def _misfit(
     shares: ShareModels,
     node: _LockedNode,
-    assignment: PodAssignment,
+    pod: Reservation,
     devices: dict[str, Device],
     held: list[HeldGrant],
 ) -> StoreConflict | None:
@@ -295,7 +295,8 @@ def _misfit(
         devices=devices,
         cordoned=node.cordoned,
         committed=committed_by_grants(held),
-        assignment=assignment,
+        assignment=pod.assignment,
+        mutex=pod.mutex,
     )
     if misfit is None:
         return None
@@ -331,13 +332,16 @@ def _check_devices_known(node: _LockedNode, grants: list[_Grant], state: _NodeSt
 @dataclass(frozen=True, slots=True)
 class Reservation:
     """One pod's assignment to reserve; ``container_indices`` gives the pod's container
-    index for each position of ``assignment.containers`` (default: the positions)."""
+    index for each position of ``assignment.containers`` (default: the positions);
+    ``mutex``: the pod asked for devices no other pod uses, re-checked here as the
+    engine checked it (another replica may have given one of them meanwhile)."""
 
     pod_uid: str
     namespace: str
     name: str
     assignment: PodAssignment
     container_indices: Sequence[int] | None = None
+    mutex: bool = False
 
 
 @dataclass(frozen=True, slots=True)
@@ -455,7 +459,7 @@ def reserve_all(
                 state.already_allocated(uid)
                 or unusable
                 or _vendor_mismatch(rows.grants, state.devices)
-                or _misfit(shares, node, rows.pod.assignment, state.devices, held)
+                or _misfit(shares, node, rows.pod, state.devices, held)
             )
         if refusal is not None:
             outcomes.append(name_operation(refusal, "reserve"))
