@@ -8,6 +8,9 @@ Each vendor's devices and requests come from ``vendor_cases.py``.
 
 from __future__ import annotations
 
+from collections.abc import Sequence
+from typing import Any
+
 import pytest
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
@@ -124,6 +127,14 @@ def test_pods_on_one_device_fit_as_the_choice_and_the_reference_place_them(
         _place(index, earlier)
         for probe in probes:
             _agree(index, probe, reference=True)
+            # Whatever device a policy prefers, the pod fits exactly where the reference
+            # says: the first container takes only a device that holds the whole group.
+            preferring = [
+                n
+                for n in index.node_names()
+                if isinstance(choose_devices(index, probe, n, _highest_first), PodAssignment)
+            ]
+            assert preferring == reference_fit(index, probe, index.node_names())
             for name in index.node_names():
                 verdict = choose_devices(index, probe, name)
                 # Several containers with devices share one (a container of several
@@ -132,6 +143,11 @@ def test_pods_on_one_device_fit_as_the_choice_and_the_reference_place_them(
                     assert len(_devices_of(verdict)) == 1, verdict
 
     check()
+
+
+def _highest_first(state: Any, container: ContainerRequest, candidates: Sequence[int]) -> list[int]:
+    """A device policy that prefers what the reference's order tries last."""
+    return sorted(candidates, key=lambda slot: -state.devices[slot].index)
 
 
 def _devices_of(assignment: PodAssignment) -> set[str]:

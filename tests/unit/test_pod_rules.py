@@ -6,6 +6,7 @@ rule."""
 
 from __future__ import annotations
 
+from collections.abc import Sequence
 from dataclasses import replace
 from typing import Any
 
@@ -286,8 +287,8 @@ def test_containers_that_fit_only_apart_are_refused_by_the_rule() -> None:
     assert rejection == planner.choose(request, "n")
     assert rejection.reason is Reason.SAME_DEVICE and not rejection.unresolvable
     assert rejection.message(MTHREADS.wording) == (
-        "CardNotFoundCustomFilterRule: need 1, have 0 "
-        "(0 of 1 gpus fit; the pod's containers share the gpu its earlier ones hold)"
+        "CardNotFoundCustomFilterRule: need 1, have 0 (2 gpus fit the first container; "
+        "none holds all 2 of the pod's containers, which share one)"
     )
     # The rule is what refuses: without it the containers take a GPU each.
     free = replace(MTHREADS.share, one_device_per_pod=False)
@@ -321,11 +322,41 @@ def test_init_containers_keep_to_one_gpu_apart_from_the_app_containers() -> None
     gpus = [d.uuid for d in index.devices(0)]
     assert _uuids(placed) == [[gpus[1]], [gpus[0]]]
     assert reference_fits(index, request, "n")
-    # Two init containers are held to one GPU as the app containers are.
+    # Two init containers are held to one GPU as the app containers are: GPU 1, the
+    # only one where each fits (init containers are sized against the node apart).
     both = MTHREADS.parse_pod(_pod("q", _gpu(8), init=(_gpu(16), _gpu(64))))
-    refused = choose_devices(index, both, "n")
-    assert isinstance(refused, Rejection) and refused.reason is Reason.SAME_DEVICE
-    assert not reference_fits(index, both, "n")
+    placed = choose_devices(index, both, "n")
+    assert isinstance(placed, PodAssignment)
+    assert _uuids(placed) == [[gpus[1]], [gpus[1]], [gpus[0]]]
+    assert reference_fits(index, both, "n")
+    # One that fits no GPU is refused, with HAMi's reason.
+    never = MTHREADS.parse_pod(_pod("r", _gpu(8), init=(_gpu(40), _gpu(97))))
+    refused = choose_devices(index, never, "n")
+    assert isinstance(refused, Rejection)
+    assert not reference_fits(index, never, "n")
+
+
+def _highest_first(state: Any, container: ContainerRequest, candidates: Sequence[int]) -> list[int]:
+    return sorted(candidates, key=lambda slot: -state.devices[slot].index)
+
+
+@pytest.mark.parametrize("ranker", [None, _highest_first], ids=["by-index", "highest-first"])
+def test_the_first_container_takes_a_gpu_that_holds_the_whole_pod(ranker: Any) -> None:
+    index = _two_gpus()
+    gpus = [d.uuid for d in index.devices(0)]
+    # GPU 0 keeps 40 units free, GPU 1 all 96: each holds one 32-unit container, only
+    # GPU 1 both. A device policy may prefer GPU 0 (by index: the reference's order).
+    _place(index, MTHREADS.parse_pod(_pod("other", _gpu(56))))
+    request = MTHREADS.parse_pod(_pod("p", _gpu(32), _gpu(32)))
+    placed = (
+        choose_devices(index, request, "n")
+        if ranker is None
+        else choose_devices(index, request, "n", ranker)
+    )
+    assert isinstance(placed, PodAssignment)
+    assert _uuids(placed) == [[gpus[1]], [gpus[1]]]
+    assert reference_fits(index, request, "n")
+    assert Planner(index, default_profile()).filter(request, ["n"]).feasible == ["n"]
 
 
 def test_metax_whole_gpus_of_one_pod_spread_over_cards() -> None:

@@ -34,7 +34,7 @@ from vgpu_extender.domain.share import (
 )
 from vgpu_extender.engine.columns import UNLIMITED
 from vgpu_extender.engine.index import ClusterIndex
-from vgpu_extender.engine.rules import first_failing
+from vgpu_extender.engine.rules import first_failing, holds_together
 from vgpu_extender.engine.selection import selector_mask
 from vgpu_extender.vendors.registry import DEFAULT_SHARE
 
@@ -156,6 +156,14 @@ def by_index(state: NodeState, container: ContainerRequest, candidates: Sequence
     return sorted(candidates, key=lambda s: state.devices[s].index)
 
 
+def _holds(
+    state: NodeState, share: ShareModel, slot: int, asks: Sequence[ContainerRequest], init: bool
+) -> bool:
+    free = Capacity(state.slots_free[slot], state.mem_free[slot], state.cores_free[slot])
+    total = Capacity(state.slots_total[slot], state.mem_total[slot], state.cores_total[slot])
+    return holds_together(share, free, total, asks, in_turn=not init)
+
+
 def choose_devices(
     index: ClusterIndex,
     request: PodRequest,
@@ -181,8 +189,10 @@ def choose_devices(
     # a pod on one device; init and app containers apart (HAMi fits each group against
     # its own list). None where no vendor of the index has such a rule.
     held: tuple[dict[str, set[str]], dict[str, set[str]]] | None = None
+    together: dict[tuple[bool, str], list[ContainerRequest]] = {}
     if index.shares.spans_containers:
         held = ({}, {})
+        together = _one_device_groups(base, request)
     grants: list[tuple[DeviceGrant, ...]] = []
     for container in request.containers:
         asks = [ask for ask in container.asks if ask.wants_devices]
@@ -196,10 +206,13 @@ def choose_devices(
         granted: list[DeviceGrant] = []
         for ask in asks:
             earlier = None
+            group_asks: list[ContainerRequest] = []
             if held is not None and state.shares.of(ask.vendor).one_device_per_pod:
                 group = held[1] if container.init else held[0]
                 earlier = group.setdefault(ask.vendor, set())
-            picked = _pick(state, ask, ranker, numa, earlier)
+                if not earlier:  # the group's first: a device where all of it fits
+                    group_asks = together.get((container.init, ask.vendor), [])
+            picked = _pick(state, ask, ranker, numa, earlier, group_asks, init=container.init)
             if isinstance(picked, Rejection):
                 return picked
             granted.extend(state.take(slot, ask) for slot in picked)
@@ -209,15 +222,33 @@ def choose_devices(
     return PodAssignment(node, tuple(grants), tuple(c.init for c in request.containers))
 
 
+def _one_device_groups(
+    state: NodeState, request: PodRequest
+) -> dict[tuple[bool, str], list[ContainerRequest]]:
+    """Per (init, vendor word) of a vendor that puts a pod on one device, the pod's asks
+    of it in container order, where there are several (one alone needs no look ahead)."""
+    groups: dict[tuple[bool, str], list[ContainerRequest]] = {}
+    for container in request.containers:
+        for ask in container.asks:
+            if ask.wants_devices and state.shares.of(ask.vendor).one_device_per_pod:
+                groups.setdefault((container.init, ask.vendor), []).append(ask)
+    return {key: asks for key, asks in groups.items() if len(asks) > 1}
+
+
 def _pick(
     state: NodeState,
     container: ContainerRequest,
     ranker: DeviceRanker,
     numa: list[int] | None,
     earlier: set[str] | None = None,
+    together: Sequence[ContainerRequest] = (),
+    *,
+    init: bool = False,
 ) -> list[int] | Rejection:
     """The slots ``container`` takes, or why it cannot fit; ``earlier``: the devices the
-    pod's earlier containers hold, where its vendor puts a pod on one device."""
+    pod's earlier containers hold, where its vendor puts a pod on one device;
+    ``together``: for the first of such a group, every ask of it (this one first), so
+    that the device chosen holds them all (``holds_together``)."""
     k = container.count
     failures: dict[Reason, int] = {}
     fitting: list[int] = []
@@ -276,6 +307,15 @@ def _pick(
                 Reason.SAME_DEVICE, k, len(allowed), unresolvable=len(earlier) > 1, detail=detail
             )
         fitting = allowed
+    if together and len(fitting) >= k:
+        holding = [slot for slot in fitting if _holds(state, share, slot, together, init)]
+        if len(holding) < k:
+            detail = (
+                f"{len(fitting)} {share.noun}s fit the first container; none holds all "
+                f"{len(together)} of the pod's containers, which share one"
+            )
+            return Rejection(Reason.SAME_DEVICE, k, 0, detail=detail)
+        fitting = holding
     if len(fitting) < k:
         # Devices the pod can never use explain nothing when others are merely in use.
         never = (Reason.UNHEALTHY, Reason.MODE_MISMATCH)

@@ -11,7 +11,7 @@ from collections.abc import Sequence
 from vgpu_extender.domain import ContainerRequest, Device, NodeInventory, PodRequest
 from vgpu_extender.domain.share import Capacity, ShareModel
 from vgpu_extender.engine.index import ClusterIndex
-from vgpu_extender.engine.rules import first_failing
+from vgpu_extender.engine.rules import first_failing, holds_together
 
 
 def free_capacity(index: ClusterIndex, node: str) -> dict[str, list[int]]:
@@ -67,8 +67,14 @@ def reference_fits(index: ClusterIndex, request: PodRequest, node: str) -> bool:
         and d.uuid not in inv.cordoned
         and (not sel.judges(d.vendor) or (sel.accepts_type(d.type) and sel.accepts_uuid(d.uuid)))
     ]
-    # Per vendor word, the devices earlier init (True) or app (False) containers hold.
+    # Per vendor word, the devices earlier init (True) or app (False) containers hold,
+    # and, for a vendor that puts a pod on one device, every ask of each group.
     held: dict[tuple[bool, str], set[str]] = {}
+    one_device: dict[tuple[bool, str], list[ContainerRequest]] = {}
+    for container in request.containers:
+        for ask in container.asks:
+            if ask.wants_devices and index.shares.of(ask.vendor).one_device_per_pod:
+                one_device.setdefault((container.init, ask.vendor), []).append(ask)
     for container in request.containers:
         asks = [ask for ask in container.asks if ask.wants_devices]
         if not asks:
@@ -85,6 +91,20 @@ def reference_fits(index: ClusterIndex, request: PodRequest, node: str) -> bool:
                 and _device_fits(share, d, state[d.uuid], c)
                 and (not share.one_device_per_pod or all(u == d.uuid for u in earlier))
             ]
+            together = one_device.get((container.init, c.vendor), [])
+            if share.one_device_per_pod and not earlier and len(together) > 1:
+                # The group's first container: only a device that holds all of it.
+                fitting = [
+                    d
+                    for d in fitting
+                    if holds_together(
+                        share,
+                        Capacity(state[d.uuid][2], state[d.uuid][0], state[d.uuid][1]),
+                        Capacity(d.count, d.memory_mib, d.cores),
+                        together,
+                        in_turn=not container.init,
+                    )
+                ]
             if request.numa_bind:
                 groups: dict[int, list[Device]] = {}
                 for d in fitting:

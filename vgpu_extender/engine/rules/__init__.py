@@ -5,6 +5,7 @@ from vgpu_extender.engine.rules.evaluate import (
     first_failing,
     fits_when_empty,
     fitting_mask,
+    holds_together,
     misfit_on_device,
 )
 
@@ -13,5 +14,6 @@ __all__ = [
     "first_failing",
     "fits_when_empty",
     "fitting_mask",
+    "holds_together",
     "misfit_on_device",
 ]

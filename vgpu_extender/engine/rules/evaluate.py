@@ -83,3 +83,27 @@ def misfit_on_device(
         used.slots + consumed.slots, used.memory + consumed.memory, used.cores + consumed.cores
     )
     return stage, stage.misfit(where, after, total, held)
+
+
+def holds_together(
+    model: ShareModel,
+    free: Capacity,
+    total: Capacity,
+    demands: Sequence[ShareDemand],
+    *,
+    in_turn: bool = True,
+) -> bool:
+    """Whether one device (ints) takes a share of every one of ``demands``: a pod whose
+    vendor puts its containers on one device (``one_device_per_pod``) may take a device
+    for its first container only where the others fit beside it. ``in_turn``: each share
+    is taken before the next is judged (app containers); otherwise each is judged
+    against ``free`` alone (init containers, sized against the node before the pod)."""
+    for demand in demands:
+        if first_failing(model, free, total, demand) is not None:
+            return False
+        if in_turn:
+            used = model.consumed(total, demand)
+            free = Capacity(
+                free.slots - used.slots, free.memory - used.memory, free.cores - used.cores
+            )
+    return True
