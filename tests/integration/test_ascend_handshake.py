@@ -12,7 +12,6 @@ import json
 from collections.abc import Iterator
 from dataclasses import dataclass
 from datetime import UTC, datetime, timedelta
-from pathlib import Path
 from typing import Any
 
 import pytest
@@ -21,7 +20,6 @@ from sqlalchemy.orm import Session, sessionmaker
 from tests.support.apiserver import FakeApiServer
 from tests.support.server import node_json
 from tests.support.waiting import eventually
-from vgpu_extender import store
 from vgpu_extender.kube.real import RealKubeClient
 from vgpu_extender.services.cluster import ClusterState
 from vgpu_extender.services.inventory import InventoryService
@@ -106,14 +104,6 @@ class Setup:
         self.apiserver.cluster.patch(
             "nodes", "", NODE, {"metadata": {"annotations": {HANDSHAKE: value}}}
         )
-
-
-@pytest.fixture
-def sessions(tmp_path: Path) -> Iterator[sessionmaker[Session]]:
-    engine = store.make_engine(f"sqlite:///{tmp_path / 'store.db'}")
-    store.migrate(engine)
-    yield store.session_factory(engine)
-    engine.dispose()
 
 
 @pytest.fixture

@@ -7,9 +7,7 @@ from __future__ import annotations
 
 import threading
 import time
-from collections.abc import Iterator
 from datetime import UTC, datetime, timedelta
-from pathlib import Path
 from typing import Any
 
 import pytest
@@ -45,14 +43,6 @@ def _placed(name: str, gpu: int) -> dict[str, Any]:
             "hami.io/bind-phase": "success",
         },
     ) | {"status": {"phase": "Running"}}
-
-
-@pytest.fixture
-def sessions(tmp_path: Path) -> Iterator[sessionmaker[Session]]:
-    engine = store.make_engine(f"sqlite:///{tmp_path / 'store.db'}")
-    store.migrate(engine)
-    yield store.session_factory(engine)
-    engine.dispose()
 
 
 def _stored(sessions: sessionmaker[Session]) -> int:

@@ -7,13 +7,11 @@ inventory, kept in the store, that turns the ring rule on or off."""
 from __future__ import annotations
 
 from collections.abc import Iterator
-from pathlib import Path
 from typing import Any
 
 import pytest
 from sqlalchemy.orm import Session, sessionmaker
 
-from vgpu_extender import store
 from vgpu_extender.services.cluster import ClusterState
 from vgpu_extender.services.inventory import InventoryService
 from vgpu_extender.services.sync import node_view
@@ -47,14 +45,6 @@ def _node(
         },
         "status": {"capacity": capacity or {}, "allocatable": capacity or {}},
     }
-
-
-@pytest.fixture
-def sessions(tmp_path: Path) -> Iterator[sessionmaker[Session]]:
-    engine = store.make_engine(f"sqlite:///{tmp_path / 'store.db'}")
-    store.migrate(engine)
-    yield store.session_factory(engine)
-    engine.dispose()
 
 
 @pytest.fixture

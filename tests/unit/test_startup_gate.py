@@ -99,14 +99,6 @@ def test_the_progress_in_words(progress: FirstSync, words: str) -> None:
 
 # ----------------------------------------------------------------- the listing, batched
 @pytest.fixture
-def sessions(tmp_path: Path) -> Iterator[sessionmaker[Session]]:
-    engine = store.make_engine(f"sqlite:///{tmp_path / 'store.db'}")
-    store.migrate(engine)
-    yield store.session_factory(engine)
-    engine.dispose()
-
-
-@pytest.fixture
 def cluster() -> ClusterState:
     return ClusterState(vendor=create_vendor_set("nvidia"))
 
