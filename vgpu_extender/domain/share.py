@@ -28,6 +28,7 @@ from typing import Any, NamedTuple, Protocol, cast
 from vgpu_extender.domain.assignment import DeviceUsage
 from vgpu_extender.domain.device import Device
 from vgpu_extender.domain.reasons import Reason
+from vgpu_extender.domain.request import ContainerRequest, PodRequest
 
 
 class Capacity(NamedTuple):
@@ -247,6 +248,20 @@ class ShareModels:
         models = (self.default, *(model for _, model in self.by_vendor))
         spans = any(model.one_device_per_pod for model in models)
         object.__setattr__(self, "spans_containers", spans)
+
+    def one_device_groups(
+        self, request: PodRequest
+    ) -> dict[tuple[bool, str], list[ContainerRequest]]:
+        """Per (init, vendor word) of a vendor that puts a pod on one device
+        (``one_device_per_pod``), the pod's asks of it in container order, where there
+        are several: the group's first container takes only a device that holds them all
+        (``holds_together``); a lone ask needs no look ahead."""
+        groups: dict[tuple[bool, str], list[ContainerRequest]] = {}
+        for container in request.containers:
+            for ask in container.asks:
+                if ask.wants_devices and self.of(ask.vendor).one_device_per_pod:
+                    groups.setdefault((container.init, ask.vendor), []).append(ask)
+        return {key: asks for key, asks in groups.items() if len(asks) > 1}
 
     def of(self, vendor: str) -> ShareModel:
         """The share model for devices (or an ask) of ``vendor``."""

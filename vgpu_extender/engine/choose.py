@@ -192,7 +192,7 @@ def choose_devices(
     together: dict[tuple[bool, str], list[ContainerRequest]] = {}
     if index.shares.spans_containers:
         held = ({}, {})
-        together = _one_device_groups(base, request)
+        together = index.shares.one_device_groups(request)
     grants: list[tuple[DeviceGrant, ...]] = []
     for container in request.containers:
         asks = [ask for ask in container.asks if ask.wants_devices]
@@ -220,19 +220,6 @@ def choose_devices(
                 earlier.update(state.devices[slot].uuid for slot in picked)
         grants.append(tuple(granted))
     return PodAssignment(node, tuple(grants), tuple(c.init for c in request.containers))
-
-
-def _one_device_groups(
-    state: NodeState, request: PodRequest
-) -> dict[tuple[bool, str], list[ContainerRequest]]:
-    """Per (init, vendor word) of a vendor that puts a pod on one device, the pod's asks
-    of it in container order, where there are several (one alone needs no look ahead)."""
-    groups: dict[tuple[bool, str], list[ContainerRequest]] = {}
-    for container in request.containers:
-        for ask in container.asks:
-            if ask.wants_devices and state.shares.of(ask.vendor).one_device_per_pod:
-                groups.setdefault((container.init, ask.vendor), []).append(ask)
-    return {key: asks for key, asks in groups.items() if len(asks) > 1}
 
 
 def _pick(

@@ -70,11 +70,7 @@ def reference_fits(index: ClusterIndex, request: PodRequest, node: str) -> bool:
     # Per vendor word, the devices earlier init (True) or app (False) containers hold,
     # and, for a vendor that puts a pod on one device, every ask of each group.
     held: dict[tuple[bool, str], set[str]] = {}
-    one_device: dict[tuple[bool, str], list[ContainerRequest]] = {}
-    for container in request.containers:
-        for ask in container.asks:
-            if ask.wants_devices and index.shares.of(ask.vendor).one_device_per_pod:
-                one_device.setdefault((container.init, ask.vendor), []).append(ask)
+    one_device = index.shares.one_device_groups(request)
     for container in request.containers:
         asks = [ask for ask in container.asks if ask.wants_devices]
         if not asks:
@@ -92,7 +88,7 @@ def reference_fits(index: ClusterIndex, request: PodRequest, node: str) -> bool:
                 and (not share.one_device_per_pod or all(u == d.uuid for u in earlier))
             ]
             together = one_device.get((container.init, c.vendor), [])
-            if share.one_device_per_pod and not earlier and len(together) > 1:
+            if together and not earlier:
                 # The group's first container: only a device that holds all of it.
                 fitting = [
                     d
