@@ -201,3 +201,20 @@ def test_an_expiry_on_the_first_page_is_the_callers_to_handle(
     monkeypatch.setattr(real_kube, "_call", call)
     with pytest.raises(WatchExpired):
         real_kube.list_pods_with_version()
+
+
+def test_a_list_asked_for_whole_that_comes_paged_is_refused(
+    monkeypatch: pytest.MonkeyPatch, real_kube: RealKubeClient
+) -> None:
+    seen: list[dict[str, Any]] = []
+
+    def call(_context: str, _method: Any, *args: Any, **kwargs: Any) -> dict[str, Any]:
+        seen.append(kwargs)
+        if len(seen) == 2:
+            raise WatchExpired("continue token expired", status=410, reason="Expired")
+        return _page([pod(f"p{len(seen)}")], **{"continue": "more"})
+
+    monkeypatch.setattr(real_kube, "_call", call)
+    with pytest.raises(KubeError, match="paged a list asked for whole"):
+        real_kube.list_pods_with_version()
+    assert "limit" not in seen[-1]  # the third request asked for everything

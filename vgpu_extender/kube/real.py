@@ -331,7 +331,12 @@ class RealKubeClient:
             return self._list_pages(context, method, **kwargs)
         except _ContinueExpired as exc:
             logger.warning("%s: %s; listing everything in one request", context, exc)
-            return _listing(self._call(context, method, **kwargs), context)
+            body = self._call(context, method, **kwargs)
+            listing = _listing(body, context)
+            if _continue_token(body, context):
+                # Paged though asked for whole: the rest would read as deleted.
+                raise KubeError(f"{context}: the server paged a list asked for whole") from None
+            return listing
 
     def _list_pages(self, context: str, method: Callable[..., Any], **kwargs: Any) -> Listing:
         items: list[KubeObject] = []
