@@ -202,3 +202,38 @@ def test_when_the_pod_cannot_be_read_back_the_devices_stay_reserved(
     else:
         assert running.live_rows("uid-web") == []
         assert running.runtime.cluster.index.allocation("uid-web") is None
+
+
+def _node_lock(cluster: FakeApiServer) -> str:
+    annotations = cluster.get_node(NODE)["metadata"].get("annotations") or {}
+    lock: str = annotations.get("hami.io/mutex.lock", "")
+    return lock
+
+
+@pytest.mark.parametrize("readable", [True, False], ids=["read-back-unbound", "unreadable"])
+def test_the_node_lock_stays_only_while_the_binding_may_have_landed(
+    extender: StartExtender, cluster: FakeApiServer, kube: RealKubeClient, readable: bool
+) -> None:
+    """Maybe bound, the pod's device plugin may be allocating it: a second pod must not
+    allocate on the node before it (the lock expires, or the plugin releases it). Known
+    unbound, the lock goes with the rest."""
+    pod = cluster.add_pod(pod_json("web", mem=POD_MIB))
+    running = _start(extender, kube, bind_check_window_s=0.5, hami_node_lock=True)
+    cluster.fail_next("POST", BINDING, 504, message=TIMEOUT_MESSAGE)
+    if not readable:
+        cluster.fail_next("GET", r"/pods/web$", 503, times=1000, message="the API server is away")
+
+    error = _filter_and_bind(running, pod)
+
+    if readable:
+        assert "the pod is not bound" in error, error
+        assert _node_lock(cluster) == ""
+    else:
+        assert "outcome unknown" in error, error
+        assert _node_lock(cluster).endswith(",default,web")
+        # The next bind on the node may not take the lock over (its owner, unreadable,
+        # may be allocating).
+        other = cluster.add_pod(pod_json("next", mem=100))
+        assert running.verb("/bind", bind_args(other, NODE))["Error"]
+        assert _node_lock(cluster).endswith(",default,web")
+        assert "nodeName" not in cluster.get_pod("default", "next")["spec"]

@@ -390,8 +390,10 @@ class BindingService:
                 self._settle(args, annotations, exc)
         except _Unsettled as exc:
             # Maybe bound: the devices stay taken, the rows reserved, until the
-            # reconcile finds the pod bound (marks them) or not (releases them).
-            self._release_locks(held)
+            # reconcile finds the pod bound (marks them) or not (releases them). The
+            # node locks stay too: were the pod bound, another pod allocating on the
+            # node meanwhile could be handed its devices by the device plugin, which
+            # releases them after Allocate; unbound, they expire.
             message = f"bind {args.key} to {args.node}: {exc}"
             logger.warning("%s", message)
             self._record(args, "BindingFailed", message, "Warning")
