@@ -336,6 +336,28 @@ def test_init_containers_keep_to_one_gpu_apart_from_the_app_containers() -> None
     assert not reference_fits(index, never, "n")
 
 
+@pytest.mark.parametrize(
+    ("containers", "annotations"),
+    [
+        ((_gpu(8), _gpu(8)), {DEVICE_POLICY_ANNOTATION: "mutex"}),
+        ((_gpu(60), _gpu(60)), {}),
+    ],
+    ids=["mutex-two-containers", "more-than-a-gpu-together"],
+)
+def test_a_pod_no_emptied_gpu_could_hold_is_refused_for_good(
+    containers: tuple[dict[str, str], ...], annotations: dict[str, str]
+) -> None:
+    """Both GPUs are empty: preempting frees nothing that would help, so kube-scheduler
+    must not try (unresolvable), where a GPU merely in use leaves it resolvable (above)."""
+    index = _two_gpus()
+    request = MTHREADS.parse_pod(_pod("p", *containers, annotations=annotations))
+    result = Planner(index, default_profile()).filter(request, ["n"])
+    assert result.feasible == [] and not reference_fits(index, request, "n")
+    rejection = result.rejections["n"]
+    assert rejection.reason is Reason.SAME_DEVICE and rejection.unresolvable
+    assert rejection == choose_devices(index, request, "n")
+
+
 def _highest_first(state: Any, container: ContainerRequest, candidates: Sequence[int]) -> list[int]:
     return sorted(candidates, key=lambda slot: -state.devices[slot].index)
 

@@ -157,10 +157,20 @@ def by_index(state: NodeState, container: ContainerRequest, candidates: Sequence
 
 
 def _holds(
-    state: NodeState, share: ShareModel, slot: int, asks: Sequence[ContainerRequest], init: bool
+    state: NodeState,
+    share: ShareModel,
+    slot: int,
+    asks: Sequence[ContainerRequest],
+    init: bool,
+    *,
+    emptied: bool = False,
 ) -> bool:
-    free = Capacity(state.slots_free[slot], state.mem_free[slot], state.cores_free[slot])
+    """Whether device ``slot`` takes every one of ``asks``; ``emptied``: were nothing on
+    it (whether preempting its pods could ever make room)."""
     total = Capacity(state.slots_total[slot], state.mem_total[slot], state.cores_total[slot])
+    free = total
+    if not emptied:
+        free = Capacity(state.slots_free[slot], state.mem_free[slot], state.cores_free[slot])
     return holds_together(share, free, total, asks, in_turn=not init)
 
 
@@ -301,7 +311,14 @@ def _pick(
                 f"{len(fitting)} {share.noun}s fit the first container; none holds all "
                 f"{len(together)} of the pod's containers, which share one"
             )
-            return Rejection(Reason.SAME_DEVICE, k, 0, detail=detail)
+            # Never, when no device would hold them even emptied (too small, or mutex
+            # with two containers): preempting would free devices for nothing.
+            hopeless = not any(
+                _holds(state, share, slot, together, init, emptied=True)
+                for slot in slots
+                if state.usable[slot]
+            )
+            return Rejection(Reason.SAME_DEVICE, k, 0, unresolvable=hopeless, detail=detail)
         fitting = holding
     if len(fitting) < k:
         # Devices the pod can never use explain nothing when others are merely in use.
