@@ -23,7 +23,11 @@ Go's is, so that on a small machine the cores go to the extender it measures.
 ``cycles_per_s`` is pods / wall time from the first filter to the last bind answered;
 ``median_ms`` and ``p99_ms`` are per pod, filter sent to bind answered (retries
 included); ``binds_per_transaction`` is the binds the extender wrote per store
-transaction in the measured run (its ``vgpu_extender_bind_batch_size`` metric). A few
+transaction in the measured run (its ``vgpu_extender_bind_batch_size`` metric), and
+``server_filter_ms``, ``server_prioritize_ms`` and ``server_bind_ms`` each verb's mean
+time inside the extender in that run (its ``vgpu_extender_request_duration_seconds``:
+from the request handed over by uvicorn, body read, to the answer handed back; a bind's
+includes its store transaction and the Binding's round trip). A few
 unmeasured pods warm the extender up first. With binds in flight, a
 node can fill up between a pod's filter and its bind (the extender learns of a
 placement only when its bind arrives): the bind is refused and the pod goes round
@@ -53,7 +57,7 @@ import uuid
 from collections import Counter, deque
 from collections.abc import Iterator, Sequence
 from contextlib import AbstractContextManager, contextmanager, nullcontext
-from dataclasses import dataclass, replace
+from dataclasses import dataclass, field, replace
 from pathlib import Path
 from tempfile import TemporaryDirectory
 from typing import Any
@@ -246,6 +250,8 @@ class Run:
     client_cpu_s: float | None = None  # this process's (kube-scheduler's stand-in)
     #: Binds per store transaction during the run, from the extender's own metric.
     binds_per_transaction: float | None = None
+    #: Each verb's mean server-side time in the run, ms (the extender's own metric).
+    verb_ms: dict[str, float] = field(default_factory=dict)
 
 
 def schedule(url: str, pods: Sequence[dict[str, Any]], names: list[str], binders: int) -> Run:
@@ -315,8 +321,25 @@ def cpu_seconds(pid: int) -> float | None:
     return (int(fields[11]) + int(fields[12])) / os.sysconf("SC_CLK_TCK")
 
 
-def bind_batches(url: str) -> tuple[float, float]:
-    """The extender's ``vgpu_extender_bind_batch_size`` histogram: (transactions, binds)."""
+#: The verbs whose server-side time a row reports, as the extender's metric names them.
+VERBS = ("filter", "prioritize", "bind")
+
+
+@dataclass(frozen=True)
+class Scrape:
+    """What the run reads from the extender's ``/metrics``: its bind batches
+    (``vgpu_extender_bind_batch_size``: transactions, binds) and, per verb, the time it
+    spent answering (``vgpu_extender_request_duration_seconds``: requests, seconds),
+    from request received to answer sent, uvicorn's own reading and writing aside."""
+
+    transactions: float = 0.0
+    binds: float = 0.0
+    requests: dict[str, float] = field(default_factory=dict)
+    seconds: dict[str, float] = field(default_factory=dict)
+
+
+def scrape(url: str) -> Scrape:
+    """The extender's bind-batch and per-verb duration counters, now."""
     address = urlsplit(url)
     connection = http.client.HTTPConnection(address.hostname or "127.0.0.1", address.port)
     try:
@@ -324,19 +347,35 @@ def bind_batches(url: str) -> tuple[float, float]:
         text = connection.getresponse().read().decode()
     finally:
         connection.close()
-    found = {"count": 0.0, "sum": 0.0}
+    found = Scrape()
     for family in text_string_to_metric_families(text):
         for sample in family.samples:
+            verb = sample.labels.get("verb", "")
             if sample.name == "vgpu_extender_bind_batch_size_count":
-                found["count"] = sample.value
+                found = replace(found, transactions=sample.value)
             elif sample.name == "vgpu_extender_bind_batch_size_sum":
-                found["sum"] = sample.value
-    return found["count"], found["sum"]
+                found = replace(found, binds=sample.value)
+            elif sample.name == "vgpu_extender_request_duration_seconds_count":
+                found.requests[verb] = sample.value
+            elif sample.name == "vgpu_extender_request_duration_seconds_sum":
+                found.seconds[verb] = sample.value
+    return found
 
 
-def per_transaction(before: tuple[float, float], after: tuple[float, float]) -> float | None:
-    transactions, binds = after[0] - before[0], after[1] - before[1]
+def per_transaction(before: Scrape, after: Scrape) -> float | None:
+    transactions, binds = after.transactions - before.transactions, after.binds - before.binds
     return round(binds / transactions, 2) if transactions else None
+
+
+def verb_means_ms(before: Scrape, after: Scrape) -> dict[str, float]:
+    """Each verb's mean server-side time in the run, in ms (verbs not called are left out)."""
+    means: dict[str, float] = {}
+    for verb in VERBS:
+        calls = after.requests.get(verb, 0.0) - before.requests.get(verb, 0.0)
+        if calls > 0:
+            spent = after.seconds.get(verb, 0.0) - before.seconds.get(verb, 0.0)
+            means[verb] = round(1000.0 * spent / calls, 3)
+    return means
 
 
 def wait_for_nodes(url: str, pod: dict[str, Any], names: list[str]) -> None:
@@ -381,13 +420,13 @@ def cycles(database: str, folder: Path, size: Size, binders: int) -> Run:
             warm = schedule(extender.url, objects[: size.warmup], names, binders)
             pids = (extender.process.pid, api.process.pid)
             # Scraped outside the CPU readings: rendering /metrics is not a cycle's work.
-            batches_before = bind_batches(extender.url)
+            scraped_before = scrape(extender.url)
             before = [cpu_seconds(pid) for pid in pids]
             client_before = time.process_time()
             measured = schedule(extender.url, objects[size.warmup :], names, binders)
             client_cpu_s = time.process_time() - client_before
             after = [cpu_seconds(pid) for pid in pids]
-            batches_after = bind_batches(extender.url)
+            scraped_after = scrape(extender.url)
             spent = [
                 b - a if a is not None and b is not None else None
                 for a, b in zip(before, after, strict=True)
@@ -397,7 +436,8 @@ def cycles(database: str, folder: Path, size: Size, binders: int) -> Run:
                 extender_cpu_s=spent[0],
                 apiserver_cpu_s=spent[1],
                 client_cpu_s=client_cpu_s,
-                binds_per_transaction=per_transaction(batches_before, batches_after),
+                binds_per_transaction=per_transaction(scraped_before, scraped_after),
+                verb_ms=verb_means_ms(scraped_before, scraped_after),
             )
         finally:
             extender.stop()
@@ -491,6 +531,7 @@ def row_of(store: str, count: int, size: Size, measured: Run, gauge: float) -> d
             if measured.binds_per_transaction is None
             else {"binds_per_transaction": measured.binds_per_transaction}
         ),
+        **{f"server_{verb}_ms": ms for verb, ms in measured.verb_ms.items()},
     }
 
 
@@ -602,6 +643,7 @@ def main(argv: Sequence[str] | None = None) -> int:
             "API server CPU ms/cycle",
             "client CPU ms/cycle",
             "binds / store transaction",
+            *(f"server {verb} ms" for verb in VERBS),
             "CPU gauge ms",
         ),
         [
@@ -618,6 +660,7 @@ def main(argv: Sequence[str] | None = None) -> int:
                 r.get("apiserver_cpu_ms_per_cycle", "n/a"),
                 r.get("client_cpu_ms_per_cycle", "n/a"),
                 r.get("binds_per_transaction", "n/a"),
+                *(r.get(f"server_{verb}_ms", "n/a") for verb in VERBS),
                 r["cpu_gauge_ms"],
             )
             for r in results

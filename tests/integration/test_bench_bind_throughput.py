@@ -50,6 +50,9 @@ def test_quick_run_writes_one_row_per_store(
             "runs",
             "cycles_per_s_runs",
             "binds_per_transaction",
+            "server_filter_ms",
+            "server_prioritize_ms",
+            "server_bind_ms",
             *CPU_FIELDS,
         }
         assert row["case"] == "filter+prioritize+bind"
@@ -63,6 +66,11 @@ def test_quick_run_writes_one_row_per_store(
         assert row["binds_per_transaction"] >= 1
         assert 0 <= row["refused"] < row["pods"]
         assert row["client_cpu_ms_per_cycle"] > 0
+        # The extender's own timing of each verb. Filter and prioritize run one pod at a
+        # time, so together they fit in the wall time a cycle takes.
+        assert all(row[f"server_{verb}_ms"] > 0 for verb in bench.VERBS), row
+        scoring_ms = row["server_filter_ms"] + row["server_prioritize_ms"]
+        assert scoring_ms < 1000.0 / row["cycles_per_s"], row
         if CPU_FIELDS:
             assert row["apiserver_cpu_ms_per_cycle"] > 0
             assert row["extender_cpu_ms_per_cycle"] > 0
@@ -158,3 +166,13 @@ def test_a_failed_bind_fails_the_run(tmp_path: Path) -> None:
                 bench.schedule(extender.url, [pod], ["n1"], binders=2)
         finally:
             extender.stop()
+
+
+def test_verb_means_are_the_run_s_own_calls() -> None:
+    before = bench.Scrape(requests={"filter": 10.0, "bind": 4.0}, seconds={"filter": 0.5})
+    after = bench.Scrape(
+        requests={"filter": 30.0, "bind": 4.0, "prioritize": 5.0},
+        seconds={"filter": 0.54, "bind": 1.0, "prioritize": 0.005},
+    )
+    # 20 filters took 40 ms; no bind in the run; 5 prioritizes 5 ms.
+    assert bench.verb_means_ms(before, after) == {"filter": 2.0, "prioritize": 1.0}
