@@ -167,13 +167,16 @@ def startup(flags: Mapping[str, str], *, debug: bool, settings: Any = None) -> I
 _DEMO_HELP = "Standalone with a built-in sample inventory. [env: VGPU_DEMO] [default: no-demo]"
 
 
-def _option(help_text: str, setting: str | None = None, **extra: Any) -> Any:
-    """A flag whose help names its variable and shows the setting's default."""
+def _option(
+    help_text: str, setting: str | None = None, *, flags: tuple[str, ...] = (), **extra: Any
+) -> Any:
+    """A flag whose help names its variable and shows the setting's default; ``flags``:
+    its names where there are several (the first is the one errors name)."""
     if setting is not None:
         help_text = f"{help_text} [env: {env_var(setting)}]"
         if setting in SHOWN_DEFAULTS:
             help_text += f" [default: {SHOWN_DEFAULTS[setting]}]"
-    return typer.Option(help=help_text, **extra)
+    return typer.Option(*flags, help=help_text, **extra)
 
 
 # ------------------------------------------------------------------ commands
@@ -192,9 +195,21 @@ def serve(
         str | None, _option("sqlite:///FILE or postgresql+psycopg://...", "database_url")
     ] = None,
     node_policy: Annotated[
-        str | None, _option("Node policy (binpack, spread...).", "node_policy")
+        str | None,
+        _option(
+            "Node policy (binpack, spread...); HAMi's flag name is taken too.",
+            "node_policy",
+            flags=("--node-policy", "--node-scheduler-policy"),
+        ),
     ] = None,
-    device_policy: Annotated[str | None, _option("Device policy.", "device_policy")] = None,
+    device_policy: Annotated[
+        str | None,
+        _option(
+            "Device policy; HAMi's flag name is taken too.",
+            "device_policy",
+            flags=("--device-policy", "--gpu-scheduler-policy"),
+        ),
+    ] = None,
     kubeconfig: Annotated[Path | None, _option("Kubeconfig file.", "kubeconfig")] = None,
     standalone: Annotated[
         bool,

@@ -140,6 +140,20 @@ def test_a_bad_flag_value_names_the_flag(tmp_path: Path) -> None:
     assert line.startswith("error: VGPU_NODE_POLICY (--node-policy): unknown policy 'nope'")
 
 
+@pytest.mark.parametrize(
+    ("flag", "setting"),
+    [
+        ("--node-scheduler-policy=nope", "VGPU_NODE_POLICY (--node-policy)"),
+        ("--gpu-scheduler-policy=nope", "VGPU_DEVICE_POLICY (--device-policy)"),
+    ],
+    ids=["node", "gpu"],
+)
+def test_hamis_policy_flags_set_the_policies(tmp_path: Path, flag: str, setting: str) -> None:
+    """HAMi's scheduler flags, as its chart passes them, are the same settings."""
+    line = serve(tmp_path, flag).line
+    assert line.startswith(f"error: {setting}: unknown policy 'nope'"), line
+
+
 @pytest.mark.parametrize("where", ["flag", "env"])
 def test_a_bad_log_level_is_one_line(tmp_path: Path, where: str) -> None:
     if where == "flag":
