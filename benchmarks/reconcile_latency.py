@@ -6,8 +6,9 @@ device plugin's registration annotation, a random half of them busy on every GPU
 allocation a Running pod bound there with HAMi's allocation annotations and recorded in
 the store, as a replica's binds leave them. The client is the in-memory one
 (``vgpu_extender.kube.fake``), listing as the real one does: page by page
-(``LIST_PAGE`` objects), each page's JSON decoded with msgspec in this process after a
-1 ms pause standing for its answer's round trip (the pages are encoded once per change;
+(``LIST_PAGE`` objects), each page's JSON decoded as the real client decodes it
+(``kube.list_page``) in this process after a 1 ms pause standing for its answer's
+round trip (the pages are encoded once per change;
 no API server competes for the cores).
 
 A separate client process (``extender_latency``'s, a lean keep-alive connection) sends
@@ -61,6 +62,7 @@ from benchmarks.engine_fit import GPUS, build_cluster
 from benchmarks.stores import write_cluster
 from vgpu_extender.kube.client import Listing
 from vgpu_extender.kube.fake import FakeKubeClient
+from vgpu_extender.kube.list_page import decode_page
 from vgpu_extender.kube.memory import Kind
 from vgpu_extender.kube.objects import KubeObject
 from vgpu_extender.kube.real import LIST_PAGE
@@ -82,7 +84,7 @@ PAGE_ROUND_TRIP_S = 0.001
 
 class ListingKubeClient(FakeKubeClient):
     """The in-memory client whose lists cost what the real client's do here: page by
-    page (``LIST_PAGE`` objects), each page's JSON decoded with msgspec after a pause
+    page (``LIST_PAGE`` objects), each page's JSON decoded as the real client's after a pause
     that stands for its answer's round trip, when the real client waits on its socket
     (the fake's own deep copies cost several times more)."""
 
@@ -106,7 +108,7 @@ class ListingKubeClient(FakeKubeClient):
         version = ""
         for page in self._encoded(kind):
             time.sleep(PAGE_ROUND_TRIP_S)
-            body = msgspec.json.decode(page)
+            body = decode_page(page, f"list {kind}")
             items.extend(body["items"])
             version = version or body["metadata"]["resourceVersion"]
         return Listing(items, version)

@@ -4,6 +4,7 @@ from __future__ import annotations
 
 from typing import Any
 
+import msgspec
 import pytest
 from kubernetes.client.exceptions import ApiException
 
@@ -11,6 +12,7 @@ from tests.support.apiserver import FakeApiServer
 from tests.support.kube_contract import node, pod
 from vgpu_extender.kube import objects, real
 from vgpu_extender.kube.errors import KubeError, WatchExpired
+from vgpu_extender.kube.list_page import decode_page
 from vgpu_extender.kube.real import RealKubeClient
 
 PAGE = 7
@@ -89,8 +91,18 @@ def _serving_pages(
         seen.append(kwargs)
         return pages[min(len(seen), len(pages)) - 1]
 
-    monkeypatch.setattr(client, "_call", call)
+    _answer_with(monkeypatch, client, call)
     return seen
+
+
+def _answer_with(monkeypatch: pytest.MonkeyPatch, client: RealKubeClient, call: Any) -> None:
+    """Answer the client's list requests with what ``call`` gives, sent as JSON and
+    decoded as an answer is."""
+
+    def call_list(context: str, method: Any, **kwargs: Any) -> dict[str, Any]:
+        return decode_page(msgspec.json.encode(call(context, method, **kwargs)), context)
+
+    monkeypatch.setattr(client, "_call_list", call_list)
 
 
 def _page(items: list[Any], **metadata: Any) -> dict[str, Any]:
@@ -106,7 +118,7 @@ def _page(items: list[Any], **metadata: Any) -> dict[str, Any]:
         ([_page([pod("a")], **{"continue": "same"})], "twice"),
         ([_page([pod("a")], **{"continue": 7})], "should be a string"),
         ([_page([pod("a")], **{"continue": {}})], "should be a string"),
-        ([_page(["not an object"])], "item #0 should be an object"),
+        ([_page(["not an object"])], r"Expected `object`, got `str` - at `\$.items\[0\]`"),
     ],
     ids=["cut-short", "token-repeats", "token-number", "token-object", "item-not-object"],
 )
@@ -130,7 +142,7 @@ def test_a_server_that_never_stops_paging_is_cut_off(
     def call(_context: str, _method: Any, *args: Any, **kwargs: Any) -> dict[str, Any]:
         return _page([pod("a")], **{"continue": f"t{next(tokens)}"})
 
-    monkeypatch.setattr(real_kube, "_call", call)
+    _answer_with(monkeypatch, real_kube, call)
     with pytest.raises(KubeError, match="more than 5 pages"):
         real_kube.list_pods_with_version()
 
@@ -198,7 +210,7 @@ def test_an_expiry_on_the_first_page_is_the_callers_to_handle(
     def call(_context: str, _method: Any, *args: Any, **kwargs: Any) -> dict[str, Any]:
         raise WatchExpired("too old resource version", status=410, reason="Expired")
 
-    monkeypatch.setattr(real_kube, "_call", call)
+    _answer_with(monkeypatch, real_kube, call)
     with pytest.raises(WatchExpired):
         real_kube.list_pods_with_version()
 
@@ -214,7 +226,7 @@ def test_a_list_asked_for_whole_that_comes_paged_is_refused(
             raise WatchExpired("continue token expired", status=410, reason="Expired")
         return _page([pod(f"p{len(seen)}")], **{"continue": "more"})
 
-    monkeypatch.setattr(real_kube, "_call", call)
+    _answer_with(monkeypatch, real_kube, call)
     with pytest.raises(KubeError, match="paged a list asked for whole"):
         real_kube.list_pods_with_version()
     assert "limit" not in seen[-1]  # the third request asked for everything

@@ -58,6 +58,7 @@ from vgpu_extender.kube.errors import (
     as_binding_error,
     error_from_status,
 )
+from vgpu_extender.kube.list_page import decode_page
 from vgpu_extender.kube.objects import KubeObject
 
 logger = logging.getLogger(__name__)
@@ -331,7 +332,7 @@ class RealKubeClient:
             return self._list_pages(context, method, **kwargs)
         except _ContinueExpired as exc:
             logger.warning("%s: %s; listing everything in one request", context, exc)
-            body = self._call(context, method, **kwargs)
+            body = self._call_list(context, method, **kwargs)
             listing = _listing(body, context)
             if _continue_token(body, context):
                 # Paged though asked for whole: the rest would read as deleted.
@@ -346,7 +347,7 @@ class RealKubeClient:
         for _page in range(MOST_LIST_PAGES):
             page = {"limit": LIST_PAGE, **({"_continue": token} if token else {})}
             try:
-                body = self._call(context, method, **kwargs, **page)
+                body = self._call_list(context, method, **kwargs, **page)
             except WatchExpired as exc:
                 if not token:
                     raise  # not a token's expiry: the caller's to handle
@@ -381,6 +382,11 @@ class RealKubeClient:
     ) -> KubeObject:
         response = self._send(context, method, *args, **kwargs)
         return _decode(self._finish(context, response), context)
+
+    def _call_list(self, context: str, method: Callable[..., Any], **kwargs: Any) -> KubeObject:
+        """One page of a list of pods or nodes (``list_page``)."""
+        response = self._send(context, method, **kwargs)
+        return decode_page(self._finish(context, response), context)
 
     @staticmethod
     def _finish(context: str, response: urllib3.BaseHTTPResponse) -> bytes:
