@@ -14,6 +14,7 @@ from vgpu_extender.store.allocations import (
     mark_many_bound,
     pod_states,
     purge_released,
+    refresh_statistics,
     release,
     reserved_since,
 )
@@ -45,6 +46,7 @@ __all__ = [
     "mark_many_bound",
     "pod_states",
     "purge_released",
+    "refresh_statistics",
     "release",
     "remove_node",
     "reserve",
