@@ -263,6 +263,8 @@ ROLES = {
     "label-priority": (True, True, True, False),  # no device preference: by index
     "fragmentation": (False, True, True, True),
     "lookahead": (False, True, True, True),
+    "sum-squares": (False, True, True, True),
+    "ss-lookahead": (False, True, True, True),
 }
 
 

@@ -14,6 +14,8 @@ from vgpu_extender.engine.framework import PluginSpec, Profile, ProfileConfig, R
 from vgpu_extender.policies.fragmentation import FragmentationArgs, build_fragmentation
 from vgpu_extender.policies.label_priority import LabelPriority, LabelPriorityArgs
 from vgpu_extender.policies.lookahead import LookaheadArgs, build_lookahead
+from vgpu_extender.policies.ss_lookahead import SsLookaheadArgs, build_ss_lookahead
+from vgpu_extender.policies.sum_squares import SumSquaresArgs, build_sum_squares
 from vgpu_extender.policies.usage import UsageArgs, binpack, spread
 
 BUILTIN: Registry = {
@@ -22,6 +24,8 @@ BUILTIN: Registry = {
     "label-priority": PluginSpec(LabelPriorityArgs, LabelPriority.of),
     "fragmentation": PluginSpec(FragmentationArgs, build_fragmentation),
     "lookahead": PluginSpec(LookaheadArgs, build_lookahead),
+    "sum-squares": PluginSpec(SumSquaresArgs, build_sum_squares),
+    "ss-lookahead": PluginSpec(SsLookaheadArgs, build_ss_lookahead),
 }
 
 if TYPE_CHECKING:  # the roles each plug-in claims, proved by the type checker
@@ -34,16 +38,23 @@ if TYPE_CHECKING:  # the roles each plug-in claims, proved by the type checker
     )
     from vgpu_extender.policies.fragmentation import Fragmentation
     from vgpu_extender.policies.lookahead import Lookahead
+    from vgpu_extender.policies.ss_lookahead import SsLookahead
+    from vgpu_extender.policies.sum_squares import SumSquares
     from vgpu_extender.policies.usage import UsagePolicy
 
     def _roles(
-        usage: UsagePolicy, label: LabelPriority, fgd: Fragmentation, ahead: Lookahead
+        usage: UsagePolicy,
+        label: LabelPriority,
+        fgd: Fragmentation,
+        ahead: Lookahead,
+        ss: SumSquares,
+        ss_ahead: SsLookahead,
     ) -> None:
-        node_score: list[NodeScorePlugin] = [usage, label, fgd, ahead]
-        device_rank: list[DeviceRankPlugin] = [usage, label, fgd, ahead]
+        node_score: list[NodeScorePlugin] = [usage, label, fgd, ahead, ss, ss_ahead]
+        device_rank: list[DeviceRankPlugin] = [usage, label, fgd, ahead, ss, ss_ahead]
         filters: list[FilterPlugin] = [label]
-        observers: list[ObservePlugin] = [fgd, ahead]
-        signers: list[SignPlugin] = [usage, label, fgd, ahead]
+        observers: list[ObservePlugin] = [fgd, ahead, ss, ss_ahead]
+        signers: list[SignPlugin] = [usage, label, fgd, ahead, ss, ss_ahead]
         del node_score, device_rank, filters, observers, signers
 
 
