@@ -190,7 +190,7 @@ def ss_lookahead(shapes: list[WeightedShape], **kw: float | bool) -> SsLookahead
 def test_ss_lookahead_looks_ahead_among_the_gaps_ss_keeps() -> None:
     # lookahead's case: n0 530, n1 free; lookahead scores n0 51 - 1 and n1 50 + 2 (n1).
     # SS (210 fits no typical pod, so 530 -> 210 is a fill): -1 on n0, +1 on n1: only n0
-    # stays, with its outlook, 51 - 1.
+    # stays, with its outlook at weight 2, 51 + round(2 * -27.5 / 40) = 51 - 1.
     index = nodes([530], [1000])
     rows = index.rows_of(["n0", "n1"])
     ahead = build_lookahead(LookaheadArgs(typical_pods=tuple(HALF_650_HALF_320)))
@@ -216,6 +216,7 @@ def test_ss_lookahead_places_other_pods_as_fgd_does() -> None:
 
 def test_ss_lookahead_registered_and_served_by_the_planner() -> None:
     assert BUILTIN["ss-lookahead"].args is SsLookaheadArgs
+    assert SsLookaheadArgs().weight == 2.0
     index = nodes([530, 1000], [210], [210], [210])
     args = {"ss-lookahead": SsLookaheadArgs(typical_pods=tuple(HALF_650_HALF_320), live_gaps=False)}
     config = ProfileConfig(node_score="ss-lookahead", device_rank="ss-lookahead")
