@@ -23,7 +23,7 @@ from tests.support.server import (
     node_json,
     pod_json,
 )
-from tests.support.waiting import eventually
+from tests.support.waiting import eventually, until_bound
 from vgpu_extender import store
 from vgpu_extender.kube.real import RealKubeClient
 
@@ -42,6 +42,7 @@ def _place(running: RunningExtender, cluster: FakeApiServer, name: str) -> dict[
     pod = cluster.add_pod(pod_json(name, mem=POD_MIB))
     assert running.verb("/filter", args(pod, [NODE]))["NodeNames"] == [NODE]
     assert running.verb("/bind", bind_args(pod, NODE)) == {"Error": ""}
+    until_bound(running, pod["metadata"]["uid"])  # marked in the background
     return pod
 
 
