@@ -8,7 +8,6 @@ from datetime import timedelta
 from pathlib import Path
 
 import pytest
-from sqlalchemy import text
 
 from tests.integration.store_contract import T0, Db, do_reserve, emptied, grants, put_node
 from tests.integration.test_store_postgres import _new_schema, _schema_engine
@@ -19,7 +18,6 @@ from vgpu_extender.store import (
     mark_bound,
     migrate,
     pod_states,
-    refresh_statistics,
     release,
 )
 
@@ -85,22 +83,3 @@ def test_pages_by_uid_cover_every_pod_once(db: Db) -> None:
         ["pod-4"],
     ]
     assert first + second + last == whole
-
-
-def test_refreshing_the_statistics_makes_postgresql_know_the_table(db: Db) -> None:
-    put_node(db)
-    for i in range(3):
-        do_reserve(db, f"pod-{i}", grants("node-a", [("GPU-a0", 10, 1)]))
-    with db.factory.begin() as session:
-        refresh_statistics(session)  # SQLite: nothing to do, and no error
-    if db.engine.dialect.name != "postgresql":
-        return
-    with db.engine.connect() as connection:
-        rows = connection.execute(
-            text(
-                "SELECT c.reltuples FROM pg_class c JOIN pg_namespace n"
-                " ON n.oid = c.relnamespace"
-                " WHERE c.relname = 'allocations' AND n.nspname = current_schema()"
-            )
-        ).scalar_one()
-    assert rows == 3  # -1 until the table is analyzed

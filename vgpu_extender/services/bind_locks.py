@@ -15,10 +15,9 @@ When one lock is refused, those taken before it are released (HAMi's rollback), 
 bind fails with the refusal. A bind that fails later releases them all, unless the
 Binding's outcome is unknown (its answer lost and the pod unreadable): it may have
 landed, and the lock is what keeps a second pod from allocating on the node before the
-first. On success none is released here: each vendor's device plugin removes its lock
-once kubelet's ``Allocate`` for the pod is done (HAMi's plugins the shared one,
-Cambricon's plugin in ``dynamic-smlu`` mode its own), or the lock expires (5 minutes, 2
-for Cambricon's).
+first. On success none is released here: each vendor's device plugin removes its lock once kubelet's
+``Allocate`` for the pod is done (HAMi's plugins the shared one, Cambricon's plugin in
+``dynamic-smlu`` mode its own), or the lock expires (5 minutes, 2 for Cambricon's).
 Unlike HAMi, which calls every vendor's ``ReleaseNodeLock`` on a failed bind, a bind
 releases only the locks it took: a lock another pod's bind holds stays.
 """

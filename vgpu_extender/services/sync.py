@@ -276,21 +276,10 @@ class SyncService:
         self._first_sync = FirstSync(nodes_listed=len(views), nodes_done=len(views), pods=True)
         started = self._clock()
         pods = self._kube.list_pods_with_version()
-        report = self.reconcile(pods.items, listed_at=started)
+        self.reconcile(pods.items, listed_at=started)
         if self._stop.is_set():
             return None  # the pass may have stopped part way: not synced
-        if report.imported:
-            self._refresh_statistics()
         return listing.resource_version, pods.resource_version
-
-    def _refresh_statistics(self) -> None:
-        """After an import: the periodic pass's paged read wants the planner to know the
-        table (``store.refresh_statistics``); without, it is slower, no less right."""
-        try:
-            with self._sessions.begin() as session:
-                store.refresh_statistics(session)
-        except store.StoreError as exc:
-            _warn(exc, "planner statistics not refreshed after the import: %s", exc)
 
     def _nodes_done(self, done: int) -> None:
         self._first_sync = dataclasses.replace(self._first_sync, nodes_done=done)

@@ -11,7 +11,7 @@ from collections.abc import Iterable, Iterator, Sequence
 from datetime import datetime
 from typing import Any
 
-from sqlalchemy import bindparam, case, delete, func, select, text, update
+from sqlalchemy import bindparam, case, delete, func, select, update
 from sqlalchemy.orm import Session
 
 from vgpu_extender.store.database import Unit, connection_of
@@ -219,17 +219,6 @@ def pod_states(session: Session, *, after: str = "", limit: int | None = None) -
     if limit is not None:
         query = query.limit(limit)
     return list(_pod_states(session.execute(query).all()))
-
-
-@store_operation("refresh statistics")
-def refresh_statistics(session: Session) -> None:
-    """Have PostgreSQL's planner statistics of the allocations made now. A table a bulk
-    import just filled has none until autovacuum's next round (a minute or so), and
-    with none the planner reads ``pod_states``' pages by a scan and sort of every row
-    each (seconds a page at 66,000 pods, not a millisecond). SQLite plans by its
-    indexes alone: nothing to do."""
-    if session.get_bind().dialect.name == "postgresql":
-        session.execute(text(f"ANALYZE {AllocationModel.__tablename__}"))
 
 
 def _pod_states(rows: Iterable[Any]) -> Iterator[PodMeta]:

@@ -14,7 +14,6 @@ from vgpu_extender.store.allocations import (
     mark_many_bound,
     pod_states,
     purge_released,
-    refresh_statistics,
     release,
     reserved_since,
 )
@@ -46,7 +45,6 @@ __all__ = [
     "mark_many_bound",
     "pod_states",
     "purge_released",
-    "refresh_statistics",
     "release",
     "remove_node",
     "reserve",
