@@ -23,7 +23,6 @@ from tests.support.waiting import eventually, until_bound
 from vgpu_extender import store
 from vgpu_extender.domain import DeviceGrant, NodeInventory, PodAssignment
 from vgpu_extender.kube.real import RealKubeClient
-from vgpu_extender.services import sync as sync_service
 from vgpu_extender.services.inventory import NodeView, node_inventory
 from vgpu_extender.vendors import create_vendor
 
@@ -215,30 +214,6 @@ def test_reconcile_on_start_settles_reservations_left_by_a_crash(
     assert sync.totals.changes == 1
     held = running.runtime.cluster.index.allocation(pod["metadata"]["uid"])
     assert (held is not None) == (expected_state is not None)
-
-
-def test_the_periodic_pass_reads_the_store_a_page_at_a_time_and_settles_every_page(
-    extender: StartExtender,
-    cluster: FakeApiServer,
-    real_kube: RealKubeClient,
-    tmp_path: Path,
-    monkeypatch: pytest.MonkeyPatch,
-) -> None:
-    monkeypatch.setattr(sync_service, "STATES_PAGE", 2)
-    running = extender(kube=real_kube, reservation_ttl_s=0)
-    # Five reservations past their TTL: three pods bound meanwhile, two gone (pages of
-    # two, the last short).
-    pods = [pod_json(f"web-{i}", mem=100, node=NODE if i % 2 == 0 else None) for i in range(5)]
-    for pod in pods:
-        if pod["spec"].get("nodeName"):
-            cluster.add_pod(pod)
-        _reserve(tmp_path, pod)
-    sync = running.runtime.sync
-    assert sync is not None
-    report = sync.resync()  # paced, as the periodic pass runs
-    states = [[r.state for r in running.live_rows(pod["metadata"]["uid"])] for pod in pods]
-    assert states == [["bound"], [], ["bound"], [], ["bound"]]
-    assert (report.marked_bound, report.released_gone) == (3, 2)
 
 
 def test_a_young_reservation_is_left_to_its_bind(

@@ -63,23 +63,3 @@ def test_each_live_pod_once_with_the_metadata_assignments_gives(db: Db) -> None:
 def test_no_live_pod_no_state(db: Db) -> None:
     with db.factory() as session:
         assert list(pod_states(session)) == []
-
-
-def test_pages_by_uid_cover_every_pod_once(db: Db) -> None:
-    put_node(db)
-    uids = [f"pod-{i}" for i in (3, 1, 4, 0, 2)]
-    for uid in uids:
-        do_reserve(db, uid, grants("node-a", [("GPU-a0", 10, 1)]))
-    with db.factory() as session:
-        whole = pod_states(session)
-        first = pod_states(session, limit=2)
-        second = pod_states(session, after=first[-1].uid, limit=2)
-        last = pod_states(session, after=second[-1].uid, limit=2)
-
-    assert [m.uid for m in whole] == sorted(uids)
-    assert [[m.uid for m in page] for page in (first, second, last)] == [
-        ["pod-0", "pod-1"],
-        ["pod-2", "pod-3"],
-        ["pod-4"],
-    ]
-    assert first + second + last == whole

@@ -50,11 +50,6 @@ class Pacer:
         #: How many pauses this pacer made.
         self.pauses = 0
 
-    @property
-    def paces(self) -> bool:
-        """Whether it pauses at all (a pass without one runs straight through)."""
-        return self._pause_s > 0
-
     def tick(self) -> None:
         self._count += 1
         if self._count % self._check_every:

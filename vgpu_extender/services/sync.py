@@ -89,9 +89,6 @@ STARTUP_RETRY_S = 5.0
 NODES_PER_LOCK = 1_000
 #: The Warning Event recorded on a pod whose allocation could not be imported.
 CONFLICT_EVENT = "AllocationConflict"
-#: Pods whose store state a paced pass reads per transaction (under a millisecond of
-#: rows; by the pods' UID index, which PostgreSQL uses once the table has statistics).
-STATES_PAGE = 100
 #: How long ``stop`` waits for a reconcile pass under way to notice it (one pod's
 #: store write, unless the store hangs).
 RECONCILE_STOP_S = 5.0
@@ -435,7 +432,12 @@ class SyncService:
                     by_uid[kobj.uid(pod)] = pod
                 except MalformedObject as exc:
                     logger.warning("pod ignored by reconcile: %s", exc)
-            stored = self._stored_pods(pacer)
+            stored: dict[str, store.PodMeta] = {}
+            with self._sessions() as session:
+                states = store.pod_states(session)
+            for meta in states:  # out of the transaction: paused between batches
+                pacer.tick()
+                stored[meta.uid] = meta
             young = min(listed_at, self._clock() - self._ttl)
             if startup:
                 young = max(
@@ -482,27 +484,6 @@ class SyncService:
         if report.changes or report.failed:
             logger.info("reconcile fixed %d allocation(s): %s", report.changes, report)
         return report
-
-    def _stored_pods(self, pacer: Pacer) -> dict[str, store.PodMeta]:
-        """Every live pod's state in the store. Paced, a page per short transaction,
-        paused between pages: read at once, 66,000 pods' rows held the interpreter for
-        half a second, in 5 ms stretches (the switch interval) each verb then waited
-        for. Each pod is read whole in one page; a pod bound or released while the pages
-        are read is seen as it is when its page is read, no staler than a single read
-        followed by the pass's pauses would see it. Unpaced (the first sync, which the
-        verbs wait for), one read."""
-        limit = STATES_PAGE if pacer.paces else None
-        stored: dict[str, store.PodMeta] = {}
-        after = ""
-        while True:
-            with self._sessions() as session:
-                page = store.pod_states(session, after=after, limit=limit)
-            for meta in page:
-                pacer.tick()
-                stored[meta.uid] = meta
-            if limit is None or len(page) < limit or self._stop.is_set():
-                return stored
-            after = page[-1].uid  # the ticks after a page's read pause (it is a burst)
 
     def _until_stopped(self, items: Iterable[_Item], pacer: Pacer) -> Iterator[_Item]:
         """``items`` one at a time, ``pacer`` ticked for each, until the service stops."""

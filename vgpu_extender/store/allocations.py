@@ -12,10 +12,11 @@ from datetime import datetime
 from typing import Any
 
 from sqlalchemy import bindparam, case, delete, func, select, update
+from sqlalchemy import exc as sa_exc
 from sqlalchemy.orm import Session
 
 from vgpu_extender.store.database import Unit, connection_of
-from vgpu_extender.store.errors import StoreConflict, store_operation
+from vgpu_extender.store.errors import StoreConflict, classify, store_operation
 from vgpu_extender.store.models import AllocationModel, Base, DeviceModel
 from vgpu_extender.store.records import (
     LIVE_STATES,
@@ -206,30 +207,28 @@ _POD_STATES = (
 
 
 @store_operation("pod states")
-def pod_states(session: Session, *, after: str = "", limit: int | None = None) -> list[PodMeta]:
-    """Live pods' metadata, one row per pod, by UID: ``assignments`` without the
+def pod_states(session: Session) -> Iterator[PodMeta]:
+    """Every live pod's metadata, one row per pod: ``assignments`` without the
     assignments (the periodic reconcile reads every pod's, and building 100,000
-    assignments took most of its time). ``after``: only UIDs after it; ``limit``: at
-    most that many pods, so that a caller can read every pod a page per short
-    transaction (on SQLite every transaction, a read too, holds the database's write
-    lock) and pause between pages."""
-    query = _POD_STATES.order_by(AllocationModel.pod_uid)
-    if after:
-        query = query.where(AllocationModel.pod_uid > after)
-    if limit is not None:
-        query = query.limit(limit)
-    return list(_pod_states(session.execute(query).all()))
+    assignments took most of its time). The rows are fetched now, in the caller's
+    transaction, and made metadata as the caller iterates, so that it can pause between
+    them after the transaction is over (on SQLite every transaction, a read too, holds
+    the database's write lock: binds would wait through the pauses)."""
+    return _pod_states(session.execute(_POD_STATES).all())
 
 
 def _pod_states(rows: Iterable[Any]) -> Iterator[PodMeta]:
     bound, reserved = AllocationState.BOUND, AllocationState.RESERVED
-    for uid, namespace, name, node, unbound, created_at, bound_at in rows:
-        yield PodMeta(
-            uid=uid,
-            namespace=namespace,
-            name=name,
-            node=node,
-            state=reserved if unbound else bound,
-            created_at=created_at,
-            bound_at=None if unbound else bound_at,
-        )
+    try:
+        for uid, namespace, name, node, unbound, created_at, bound_at in rows:
+            yield PodMeta(
+                uid=uid,
+                namespace=namespace,
+                name=name,
+                node=node,
+                state=reserved if unbound else bound,
+                created_at=created_at,
+                bound_at=None if unbound else bound_at,
+            )
+    except sa_exc.SQLAlchemyError as exc:  # as ``store_operation`` does for a call
+        raise classify(exc, "pod states") from exc
