@@ -135,6 +135,24 @@ class Fragmentation:
         out: FloatVec = scores[inverse]
         return out
 
+    def _settle(
+        self,
+        d: Devices,
+        request: PodRequest,
+        container: ContainerRequest,
+        score: FloatVec,
+        order: FloatVec,
+    ) -> FloatVec:
+        """Each node state's score, its best device's (``score``: per state and device,
+        -inf where the share does not fit); the best state's devices in ``order``
+        (highest first) are kept for the device choice that follows."""
+        best: FloatVec = np.max(score, axis=1)
+        top = int(np.argmax(best))
+        key = (*d.state_key(top), request.cpu_milli, container, self._compiled[0])
+        self._ranked = (key, (-order[top]).tolist())
+        out: FloatVec = np.where(np.isfinite(best), best, np.nan)
+        return out
+
     def _score_distinct(
         self, index: ClusterIndex, request: PodRequest, rows: IntVec, d: Devices
     ) -> FloatVec:
@@ -152,13 +170,9 @@ class Fragmentation:
             per_device = one_device_after(d, shapes, stats, containers[0], cpu_after)
             delta = np.where(np.isnan(per_device), -np.inf, before[:, None] - per_device)
             score = self._combine(delta)
-            best: FloatVec = np.max(score, axis=1)
-            top = int(np.argmax(best))
-            key = (*d.state_key(top), request.cpu_milli, containers[0], self._compiled[0])
-            order = delta[top] if self.raw_devices else score[top]
-            self._ranked = (key, (-order).tolist())
-            out: FloatVec = np.where(np.isfinite(best), best, np.nan)
-            return out
+            return self._settle(
+                d, request, containers[0], score, delta if self.raw_devices else score
+            )
         elif len(containers) == 1:
             after = self._first_devices_after(d, shapes, containers[0], cpu_after)
         else:
@@ -243,6 +257,28 @@ class Fragmentation:
 
 def _cpu_after(cpu: IntArr, request_cpu: int) -> IntArr:
     out: IntArr = np.where(cpu >= UNLIMITED, cpu, cpu - request_cpu)
+    return out
+
+
+def one_share(request: PodRequest) -> ContainerRequest | None:
+    """The container of a pod that takes one device (a share or a whole one), else None:
+    the pods whose every fitting device is a choice of its own."""
+    containers = request.device_containers
+    if len(containers) == 1 and containers[0].count == 1:
+        return containers[0]
+    return None
+
+
+def one_device_delta(
+    d: Devices, shapes: CompiledShapes, container: ContainerRequest, cpu_milli: int
+) -> FloatVec:
+    """FGD's change per (node state, device) for one share of ``container`` (-inf: it
+    does not fit there)."""
+    stats = ClassStats.of(d, shapes)
+    per_device = one_device_after(d, shapes, stats, container, _cpu_after(d.cpu, cpu_milli))
+    out: FloatVec = np.where(
+        np.isnan(per_device), -np.inf, stats.fragmentation(shapes, d.cpu)[:, None] - per_device
+    )
     return out
 
 

@@ -38,12 +38,17 @@ from vgpu_extender.policies.fragment_math import (
     Devices,
     IntArr,
     device_fits,
-    one_device_after,
     paper_score,
     share,
     taken,
 )
-from vgpu_extender.policies.fragmentation import Fragmentation, FragmentationArgs, _cpu_after
+from vgpu_extender.policies.fragmentation import (
+    Fragmentation,
+    FragmentationArgs,
+    _cpu_after,
+    one_device_delta,
+    one_share,
+)
 from vgpu_extender.policies.typical_pods import ShapeCounter
 
 #: Milli of fragmentation change worth one score point near zero (the sigmoid's slope).
@@ -146,26 +151,13 @@ class Lookahead(Fragmentation):
     def _score_distinct(
         self, index: ClusterIndex, request: PodRequest, rows: IntVec, d: Devices
     ) -> FloatVec:
-        containers = request.device_containers
-        if self.weight == 0 or len(containers) != 1 or containers[0].count != 1:
+        container = one_share(request)
+        if self.weight == 0 or container is None:
             return Fragmentation._score_distinct(self, index, request, rows, d)
-        container = containers[0]
-        shapes = self.compiled()
-        stats = ClassStats.of(d, shapes)
-        cpu_after = _cpu_after(d.cpu, request.cpu_milli)
-        per_device = one_device_after(d, shapes, stats, container, cpu_after)
-        delta = np.where(
-            np.isnan(per_device), -np.inf, stats.fragmentation(shapes, d.cpu)[:, None] - per_device
-        )
+        delta = one_device_delta(d, self.compiled(), container, request.cpu_milli)
         first = paper_score(delta)
         total = first + self._outlook_points(index, rows, d, container, request, first, delta)
-        best: FloatVec = np.max(total, axis=1)
-        top = int(np.argmax(best))
-        state = (*d.state_key(top), request.cpu_milli, container, self._compiled[0])
-        order = delta[top] if self.raw_devices else first[top]
-        self._ranked = (state, (-order).tolist())
-        out: FloatVec = np.where(np.isfinite(best), best, np.nan)
-        return out
+        return self._settle(d, request, container, total, delta if self.raw_devices else first)
 
     def _current_outlook(self, index: ClusterIndex, shapes: CompiledShapes) -> Outlook:
         outlook = self._outlook

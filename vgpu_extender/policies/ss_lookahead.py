@@ -20,9 +20,9 @@ from vgpu_extender.domain import ContainerRequest, PodRequest
 from vgpu_extender.engine import ClusterIndex, NodeState
 from vgpu_extender.engine.framework import ArgumentError, FloatVec, IntVec
 from vgpu_extender.policies.fragment_math import Devices, paper_score
-from vgpu_extender.policies.fragmentation import Fragmentation
+from vgpu_extender.policies.fragmentation import Fragmentation, one_device_delta, one_share
 from vgpu_extender.policies.lookahead import Lookahead, LookaheadArgs
-from vgpu_extender.policies.sum_squares import GapChoice, one_device_delta
+from vgpu_extender.policies.sum_squares import GapChoice
 from vgpu_extender.policies.typical_pods import ShapeCounter
 
 
@@ -52,11 +52,10 @@ class SsLookahead(Lookahead):
     def _score_distinct(
         self, index: ClusterIndex, request: PodRequest, rows: IntVec, d: Devices
     ) -> FloatVec:
-        containers = request.device_containers
-        if len(containers) != 1 or containers[0].count != 1:
+        container = one_share(request)
+        if container is None:
             self.choice.counts = None
             return Fragmentation._score_distinct(self, index, request, rows, d)
-        container = containers[0]
         shapes = self.compiled()
         delta = one_device_delta(d, shapes, container, request.cpu_milli)
         score = np.where(np.isfinite(delta), paper_score(delta), -np.inf)
@@ -67,13 +66,8 @@ class SsLookahead(Lookahead):
         if self.weight:
             total = first + self._outlook_points(index, rows, d, container, request, first, delta)
         total = np.where(keep, total, -np.inf)
-        best: FloatVec = np.max(total, axis=1)
-        top = int(np.argmax(best))
-        state = (*d.state_key(top), request.cpu_milli, container, self._compiled[0])
-        order = delta[top] if self.raw_devices else np.where(keep, first, -np.inf)[top]
-        self._ranked = (state, (-order).tolist())
-        out: FloatVec = np.where(np.isfinite(best), best, np.nan)
-        return out
+        order = delta if self.raw_devices else np.where(keep, first, -np.inf)
+        return self._settle(d, request, container, total, order)
 
     def rank_devices(
         self, state: NodeState, container: ContainerRequest, candidates: Sequence[int]

@@ -40,16 +40,19 @@ from vgpu_extender.engine.framework import ArgumentError, FloatVec, IntVec
 from vgpu_extender.policies.fragment_math import (
     MILLI,
     BoolArr,
-    ClassStats,
     CompiledShapes,
     Devices,
     IntArr,
     device_fits,
-    one_device_after,
     share,
     taken,
 )
-from vgpu_extender.policies.fragmentation import Fragmentation, FragmentationArgs, _cpu_after
+from vgpu_extender.policies.fragmentation import (
+    Fragmentation,
+    FragmentationArgs,
+    one_device_delta,
+    one_share,
+)
 from vgpu_extender.policies.typical_pods import ShapeCounter
 
 
@@ -215,18 +218,6 @@ class GapChoice:
         return sorted(ranked, key=lambda s: key[s])  # stable: the given order within a class
 
 
-def one_device_delta(
-    d: Devices, shapes: CompiledShapes, container: ContainerRequest, cpu: int
-) -> FloatVec:
-    """FGD's change per (node, device) for one share of ``container`` (-inf: no fit)."""
-    stats = ClassStats.of(d, shapes)
-    per_device = one_device_after(d, shapes, stats, container, _cpu_after(d.cpu, cpu))
-    out: FloatVec = np.where(
-        np.isnan(per_device), -np.inf, stats.fragmentation(shapes, d.cpu)[:, None] - per_device
-    )
-    return out
-
-
 @dataclass(slots=True)
 class SumSquares(Fragmentation):
     """FGD with Sum-of-Squares choosing the gap of one-device shares."""
@@ -237,23 +228,17 @@ class SumSquares(Fragmentation):
     def _score_distinct(
         self, index: ClusterIndex, request: PodRequest, rows: IntVec, d: Devices
     ) -> FloatVec:
-        containers = request.device_containers
-        if len(containers) != 1 or containers[0].count != 1:
+        container = one_share(request)
+        if container is None:
             self.choice.counts = None
             return Fragmentation._score_distinct(self, index, request, rows, d)
-        container = containers[0]
         shapes = self.compiled()
         delta = one_device_delta(d, shapes, container, request.cpu_milli)
         score = np.where(np.isfinite(delta), self._combine(delta), -np.inf)
         keep = self.choice.keep(index, d, shapes, self._compiled[0], container, score)
         score = np.where(keep, score, -np.inf)
-        best: FloatVec = np.max(score, axis=1)
-        top = int(np.argmax(best))
-        key = (*d.state_key(top), request.cpu_milli, container, self._compiled[0])
-        order = np.where(keep, delta, -np.inf)[top] if self.raw_devices else score[top]
-        self._ranked = (key, (-order).tolist())
-        out: FloatVec = np.where(np.isfinite(best), best, np.nan)
-        return out
+        order = np.where(keep, delta, -np.inf) if self.raw_devices else score
+        return self._settle(d, request, container, score, order)
 
     def rank_devices(
         self, state: NodeState, container: ContainerRequest, candidates: Sequence[int]
