@@ -8,6 +8,8 @@ from __future__ import annotations
 import json
 from pathlib import Path
 
+import pytest
+
 from benchmarks import engine_fit, extender_latency
 
 
@@ -29,6 +31,7 @@ def test_extender_latency_times_every_verb_and_mode_over_http(tmp_path: Path) ->
     for row in rows:
         assert 0 < row["median_ms"] <= row["p99_ms"]
         assert row["samples"] == 5
+        assert row["policy"] == "binpack"  # the extender's default node policy
     # The first nodes-mode filter of a fresh extender, every node new to it: answered,
     # and every node in the store afterwards.
     (first,) = [r for r in written["results"] if r["case"] == "first_filter"]
@@ -41,6 +44,23 @@ def test_extender_latency_times_every_verb_and_mode_over_http(tmp_path: Path) ->
         # on the machine's load, and the benchmark, not this test, measures it.
         assert 0 < row["filter_prioritize_median_ms"] <= row["filter_prioritize_p99_ms"]
         assert row["in_process_filter_prioritize_median_ms"] > 0
+
+
+def test_extender_latency_serves_the_node_policy_asked_for(tmp_path: Path) -> None:
+    out = tmp_path / "latency.json"
+
+    argv = ["--quick", "--nodes", "100", "--no-first", "--policy", "sum-squares"]
+    assert extender_latency.main([*argv, "--json", str(out)]) == 0
+
+    rows = json.loads(out.read_text())["results"]
+    assert {(r["case"], r["mode"]) for r in rows} == {
+        (case, mode) for case in ("filter", "prioritize", "floor") for mode in ("names", "nodes")
+    }
+    assert {r["policy"] for r in rows} == {"sum-squares"}
+    # A policy the extender does not serve is refused before anything starts.
+    with pytest.raises(SystemExit) as refused:
+        extender_latency.main([*argv[:-1], "no-such-policy"])
+    assert refused.value.code == 2
 
 
 def test_engine_fit_times_each_case_next_to_the_reference(tmp_path: Path) -> None:

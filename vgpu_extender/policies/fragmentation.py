@@ -6,9 +6,10 @@ pods F is measured against are given (options, a file, a trace) or learned onlin
 requests the policy observes, starting from a prior.
 
 For a pod that takes one device (a share or all of it), every fitting device of every node
-is tried at once. Nodes in equal states are scored once (``RowStates``). Host CPU is read
-from the index; where it is untracked (UNLIMITED, as in the extender) it never limits a
-shape.
+is tried at once. Nodes in equal states are scored once (``RowStates``), and a state's
+score is kept between pods (``StateScores``): only states not seen before are scored.
+Host CPU is read from the index; where it is untracked (UNLIMITED, as in the extender)
+it never limits a shape.
 
 Node scores are the paper's integers, ``floor(100 * sigmoid(delta / 1000))``. Two
 refinements beat the paper's FGD on its own trace (docs/simulation.md): a node's devices
@@ -22,6 +23,7 @@ from __future__ import annotations
 
 from collections.abc import Hashable, Sequence
 from dataclasses import dataclass, field
+from typing import ClassVar
 
 import numpy as np
 
@@ -41,6 +43,7 @@ from vgpu_extender.policies.fragment_math import (
     taken,
 )
 from vgpu_extender.policies.row_states import RowStates
+from vgpu_extender.policies.state_scores import StateScores
 from vgpu_extender.policies.typical_pods import ShapeCounter, TypicalPod, WeightedShape
 
 #: The default ``host_pack``: half a score point.
@@ -105,6 +108,12 @@ class Fragmentation:
     #: typical pods version) -> key per device. The device choice that follows on that
     #: node (or any node in the same state) then costs nothing.
     _ranked: tuple[tuple[object, ...], list[float]] | None = field(default=None, repr=False)
+    #: One-device pods' scores per node state, kept between pods: a node's FGD score
+    #: depends on its own state alone, and between two pods only the chosen node's changes.
+    _remembered: StateScores = field(default_factory=StateScores, repr=False)
+    #: Whether a one-device pod's score of a node depends on the node's state alone (a
+    #: policy that also reads the rest of the cluster sets it False).
+    scores_by_state: ClassVar[bool] = True
 
     def compiled(self) -> CompiledShapes:
         version = self.learner.version if self.learner is not None else 0
@@ -131,7 +140,22 @@ class Fragmentation:
             return np.zeros(0, dtype=np.float64)
         first, inverse = self._states.group(index, rows)
         distinct = rows[first]
-        scores = self._score_distinct(index, request, distinct, Devices.of_rows(index, distinct))
+        container = one_share(request)
+        if container is None or not self.scores_by_state:
+            scores = self._score_distinct(
+                index, request, distinct, Devices.of_rows(index, distinct)
+            )
+        else:
+            self.compiled()  # its version is part of the key
+            key = (self._states.generation, self._compiled[0], container, request.cpu_milli)
+
+            def compute(at: IntVec) -> FloatVec:
+                rows_at = distinct[at]
+                return self._score_distinct(
+                    index, request, rows_at, Devices.of_rows(index, rows_at)
+                )
+
+            scores = self._remembered.scores(key, self._states.ids(index)[distinct], compute)
         out: FloatVec = scores[inverse]
         return out
 

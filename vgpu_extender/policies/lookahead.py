@@ -24,6 +24,7 @@ pairs within ``window`` score points of the best, the rest keep FGD's score.
 from __future__ import annotations
 
 from dataclasses import dataclass, field, replace
+from typing import ClassVar
 
 import numpy as np
 
@@ -143,6 +144,8 @@ class Lookahead(Fragmentation):
     """FGD with a one-pod outlook for pods that take one device."""
 
     name: str = "lookahead"
+    #: The outlook reads the best places elsewhere in the cluster.
+    scores_by_state: ClassVar[bool] = False
     weight: float = 1.0
     beam: int = 32
     window: float = 1.0

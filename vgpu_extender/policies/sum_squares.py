@@ -31,6 +31,7 @@ from __future__ import annotations
 import math
 from collections.abc import Sequence
 from dataclasses import dataclass, field
+from typing import ClassVar
 
 import numpy as np
 
@@ -223,6 +224,8 @@ class SumSquares(Fragmentation):
     """FGD with Sum-of-Squares choosing the gap of one-device shares."""
 
     name: str = "sum-squares"
+    #: SS reads the gap counts of the whole cluster.
+    scores_by_state: ClassVar[bool] = False
     choice: GapChoice = field(default_factory=GapChoice)
 
     def _score_distinct(
