@@ -127,10 +127,31 @@ def test_fragmentation_scores_again_only_the_node_that_changed() -> None:
     assert len(remembering.scored) == 3  # the second whole-GPU scoring computed nothing
 
 
+@dataclass(slots=True)
+class CountingSumSquares(SumSquares):
+    """``sum-squares`` that records the rows it scores."""
+
+    scored: list[list[int]] = field(default_factory=list)
+
+    def _score_distinct(
+        self, index: ClusterIndex, request: PodRequest, rows: IntVec, d: Devices
+    ) -> FloatVec:
+        self.scored.append(rows.tolist())
+        return SumSquares._score_distinct(self, index, request, rows, d)
+
+
 def test_policies_that_read_the_rest_of_the_cluster_do_not_remember_by_state() -> None:
     assert Fragmentation.scores_by_state
     assert not Lookahead.scores_by_state
     assert not SumSquares.scores_by_state
+    # SS's gap counts are the cluster's: every state is scored for every pod.
+    index = cluster()
+    ss = CountingSumSquares(shapes=SHAPES)
+    share = make_request(1, pct=32, cores=32)
+    rows = index.rows_of(index.node_names())
+    ss.score_nodes(index, share, rows)
+    ss.score_nodes(index, share, rows)
+    assert [len(r) for r in ss.scored] == [2, 2]
 
 
 def test_a_learning_policy_scores_afresh_once_it_has_learned() -> None:
