@@ -305,6 +305,25 @@ class Reconciler:
             raise RuntimeError("the reconcile failed") from self.failure
 
 
+def serve_cluster(folder: Path, objects: Objects) -> tuple[Server, Path]:
+    """The extender on a SQLite store in ``folder`` holding ``objects``, and the file
+    of a names-mode filter body naming every node (for ``client_pairs``)."""
+    url = f"sqlite:///{folder / 'bench.db'}"
+    populate_store(url, objects)
+    kube = ListingKubeClient()
+    for node in objects.nodes:
+        kube.add_node(node)
+    for pod in objects.pods:
+        kube.add_pod(pod)
+    body_file = folder / "names.json"
+    body_file.write_bytes(
+        msgspec.json.encode(
+            {"Pod": extender_latency.POD, "Nodes": None, "NodeNames": objects.names}
+        )
+    )
+    return Server(url, kube), body_file
+
+
 def client_pairs(port: int, body_file: Path, repeat: int) -> list[float]:
     """filter + prioritize pairs timed by ``extender_latency``'s client process."""
     spec = {"port": port, "cases": [[extender_latency.PAIR, str(body_file), repeat]]}
@@ -336,21 +355,7 @@ def run_size(nodes: int, *, quick: bool) -> list[dict[str, Any]]:
     chunk = 10 if quick else 200
     rounds = 1 if quick else ROUNDS
     with tempfile.TemporaryDirectory() as tmp:
-        folder = Path(tmp)
-        url = f"sqlite:///{folder / 'bench.db'}"
-        populate_store(url, objects)
-        kube = ListingKubeClient()
-        for node in objects.nodes:
-            kube.add_node(node)
-        for pod in objects.pods:
-            kube.add_pod(pod)
-        body_file = folder / "names.json"
-        body_file.write_bytes(
-            msgspec.json.encode(
-                {"Pod": extender_latency.POD, "Nodes": None, "NodeNames": objects.names}
-            )
-        )
-        running = Server(url, kube)
+        running, body_file = serve_cluster(Path(tmp), objects)
         reconciler = Reconciler(running.runtime)
         try:
             runtime = running.runtime

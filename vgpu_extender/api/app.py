@@ -68,19 +68,23 @@ class StartupFreezer:
     ``thaw``: what the first sync with the API server adds is frozen once it is done,
     on its own thread, and must not be frozen after the app has stopped."""
 
-    def __init__(self) -> None:
+    def __init__(self, counted: Callable[[int], None]) -> None:
         self._lock = threading.Lock()
         self._thawed = False
+        self._counted = counted
 
     def freeze(self) -> None:
         with self._lock:
             if not self._thawed:
                 freeze_startup_objects()
+                # Counted once here: the count walks every frozen object.
+                self._counted(gc.get_freeze_count())
 
     def thaw(self) -> None:
         with self._lock:
             self._thawed = True
             gc.unfreeze()
+            self._counted(0)
 
 
 def create_app(
@@ -120,7 +124,7 @@ def create_app(
             await run_in_threadpool(runtime.stop)
             raise
         app.state.runtime = runtime
-        freezer = StartupFreezer() if freeze_gc else None
+        freezer = StartupFreezer(operations.metrics.gc_frozen.set) if freeze_gc else None
         if freezer is not None:
             freezer.freeze()
             if runtime.sync is not None:  # and what the first sync adds, once it is done

@@ -19,7 +19,6 @@ from datetime import datetime
 
 from vgpu_extender import store
 from vgpu_extender.domain import Device, NodeInventory
-from vgpu_extender.metrics import DeviceRow, GrantRow
 from vgpu_extender.services.cluster import ClusterState
 from vgpu_extender.store.sessions import Sessions
 
@@ -313,51 +312,3 @@ def stored_reports(
         inventories = store.load_inventories(session, names=None if node is None else [node])
         pods = store.assignments(session, node=node)
     return build_reports(inventories, pods), pods
-
-
-# --------------------------------------------------------------------------- metrics rows
-def device_rows(cluster: ClusterState) -> list[DeviceRow]:
-    """Every GPU with its usage as the index counts it (what filter sees)."""
-    rows: list[DeviceRow] = []
-    with cluster.lock:
-        index = cluster.index
-        cols = index.cols
-        for name in sorted(index.node_names()):
-            row = index.row_of(name)
-            if row is None:
-                continue
-            for slot, dev in enumerate(index.devices(row)):
-                rows.append(
-                    DeviceRow(
-                        node=name,
-                        uuid=dev.uuid,
-                        index=dev.index,
-                        type=dev.type,
-                        memory_mib=dev.memory_mib,
-                        cores=dev.cores,
-                        memory_used_mib=int(cols.mem_total[row, slot] - cols.mem_free[row, slot]),
-                        cores_used=int(cols.cores_total[row, slot] - cols.cores_free[row, slot]),
-                        shared=int(cols.slots_total[row, slot] - cols.slots_free[row, slot]),
-                    )
-                )
-    return rows
-
-
-def grant_rows(sessions: Sessions) -> list[GrantRow]:
-    """Every container's grant on every GPU, from the store (it knows the pods' names)."""
-    rows: list[GrantRow] = []
-    for assignment, meta in stored_pods(sessions).values():
-        for position, grants in enumerate(assignment.containers):
-            rows.extend(
-                GrantRow(
-                    namespace=meta.namespace,
-                    node=meta.node,
-                    pod=meta.name,
-                    container_index=position,
-                    device_uuid=grant.uuid,
-                    memory_mib=grant.memory_mib,
-                    cores=grant.cores,
-                )
-                for grant in grants
-            )
-    return rows

@@ -1,9 +1,9 @@
 """A value read from the store, kept for when the store cannot be read.
 
-``/metrics`` names each pod's share of each GPU, which only the store knows by name;
-while the store is out of reach a scrape still answers, from the last rows read (the
-device gauges come from the in-memory index anyway). While readiness says the store is
-unavailable the store is not even tried, so a scrape never waits on a dead server.
+``/metrics`` counts the reservations still waiting for their Binding, which only the
+store holds; while the store is out of reach a scrape still answers, from the last
+rows read. While readiness says the store is unavailable the store is not even tried,
+so a scrape never waits on a dead server.
 """
 
 from __future__ import annotations

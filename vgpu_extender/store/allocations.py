@@ -206,6 +206,29 @@ _POD_STATES = (
 )
 
 
+#: Pods whose names one statement reads, at most (SQLite's bound-parameter limit was 999).
+NAMES_PER_READ = 500
+_NAMES_OF = (
+    select(_a.c.pod_uid, _a.c.namespace, _a.c.pod_name)
+    .distinct()
+    .where(_a.c.pod_uid.in_(bindparam("uids", expanding=True)))
+)
+
+
+@store_operation("read pods' names")
+def pod_names(session: Unit, uids: Iterable[str]) -> dict[str, tuple[str, str]]:
+    """``(namespace, name)`` of each pod of ``uids`` that has rows (any state: a uid
+    names one pod for good), in reads of ``NAMES_PER_READ``."""
+    wanted = sorted(set(uids))
+    connection = connection_of(session)
+    names: dict[str, tuple[str, str]] = {}
+    for start in range(0, len(wanted), NAMES_PER_READ):
+        chunk = wanted[start : start + NAMES_PER_READ]
+        for uid, namespace, name in connection.execute(_NAMES_OF, {"uids": chunk}):
+            names[uid] = (namespace, name)
+    return names
+
+
 @store_operation("pod states")
 def pod_states(session: Session) -> Iterator[PodMeta]:
     """Every live pod's metadata, one row per pod: ``assignments`` without the
