@@ -2,8 +2,10 @@
 
 from __future__ import annotations
 
+import gzip
 from typing import Any
 
+import httpx
 import pytest
 from prometheus_client.parser import text_string_to_metric_families
 from sqlalchemy import text
@@ -90,6 +92,30 @@ def test_allocation_gauges_use_hamis_names_labels_and_zone(extender: StartExtend
         assert _value(series, "hami_vgpu_core_allocated_ratio", **where) == cores
     # Every GPU of the cluster has its limit series, idle or not.
     assert len([k for k in series if k[0] == "hami_gpu_memory_limit_bytes"]) == 12
+
+
+def test_a_scrape_is_gzipped_when_the_client_asks_and_plain_otherwise(
+    extender: StartExtender,
+) -> None:
+    running = extender(demo=True)
+    place(running, pod_json("p", mem=1000), "demo-t4-1")
+    with httpx.stream(
+        "GET", f"{running.url}/metrics", headers={"Accept-Encoding": "gzip"}
+    ) as zipped:
+        raw = b"".join(zipped.iter_raw())  # as sent, not decoded
+        assert zipped.headers["content-encoding"] == "gzip"
+        assert int(zipped.headers["content-length"]) == len(raw)
+    plain = running.client.get("/metrics", headers={"Accept-Encoding": "identity"})
+    assert "content-encoding" not in plain.headers
+    assert int(plain.headers["content-length"]) == len(plain.content)
+    assert plain.headers["vary"] == zipped.headers["vary"] == "Accept-Encoding"
+
+    def families(text: str) -> set[str]:
+        return {family.name for family in text_string_to_metric_families(text)}
+
+    unzipped = gzip.decompress(raw).decode()
+    assert families(unzipped) == families(plain.text)
+    assert 'pod="p"' in unzipped and 'pod="p"' in plain.text
 
 
 def test_each_verb_has_its_latency_histogram(extender: StartExtender) -> None:

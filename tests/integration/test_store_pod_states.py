@@ -1,5 +1,5 @@
 """``pod_states``: every live pod's metadata in one grouped query, as ``assignments``
-states it, on SQLite and PostgreSQL."""
+states it; ``pod_names``: the names of the pods asked for; on SQLite and PostgreSQL."""
 
 from __future__ import annotations
 
@@ -17,9 +17,11 @@ from vgpu_extender.store import (
     make_engine,
     mark_bound,
     migrate,
+    pod_names,
     pod_states,
     release,
 )
+from vgpu_extender.store import allocations as store_allocations
 
 
 @pytest.fixture(params=["sqlite", pytest.param("postgresql", marks=pytest.mark.postgres)])
@@ -63,3 +65,21 @@ def test_each_live_pod_once_with_the_metadata_assignments_gives(db: Db) -> None:
 def test_no_live_pod_no_state(db: Db) -> None:
     with db.factory() as session:
         assert list(pod_states(session)) == []
+
+
+def test_pods_are_named_once_each_in_reads_of_a_bounded_size(
+    db: Db, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    put_node(db)
+    do_reserve(db, "two", grants("node-a", [("GPU-a0", 1024, 10)], [("GPU-a1", 1024, 10)]))
+    do_reserve(db, "gone", grants("node-a", [("GPU-a1", 512, 5)]))
+    with db.factory.begin() as session:
+        release(session, pod_uid="gone", now=T0 + timedelta(3))
+    # Read two uids at a time: five distinct uids take three reads.
+    monkeypatch.setattr(store_allocations, "NAMES_PER_READ", 2)
+
+    with db.factory() as session:
+        names = pod_names(session, ["two", "gone", "never", "two", "other", "more"])
+
+    # One entry per pod, whatever its rows (two containers) or state (released).
+    assert names == {"two": ("ns", "pod-two"), "gone": ("ns", "pod-gone")}

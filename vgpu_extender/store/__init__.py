@@ -29,6 +29,7 @@ from vgpu_extender.store.records import (
     StoredPod,
 )
 from vgpu_extender.store.repository import (
+    NAMES_PER_READ,
     NODE_ABSENT,
     NodeRemoval,
     Reservation,
@@ -56,6 +57,7 @@ __all__ = [
     "DEFAULT_URL",
     "FAILURES",
     "LIVE_STATES",
+    "NAMES_PER_READ",
     "NODE_ABSENT",
     "Allocation",
     "AllocationState",

@@ -6,6 +6,7 @@ the unit of work (``with factory.begin() as session: ...``).
 """
 
 from vgpu_extender.store.allocations import (
+    NAMES_PER_READ,
     assignments,
     delete_reservation,
     expire_reservations,
@@ -33,6 +34,7 @@ from vgpu_extender.store.reservations import (
 )
 
 __all__ = [
+    "NAMES_PER_READ",
     "NODE_ABSENT",
     "NodeRemoval",
     "Reservation",
