@@ -7,7 +7,10 @@ Each case runs in a fresh process, so the numbers are that process's own:
 - ``engine``: the in-memory index (``ClusterIndex``) holding the cluster and the pods;
 - ``runtime``: the extender's runtime started on a SQLite store holding the same
   cluster, with the index rebuilt from the store, as ``serve`` does on start;
-- ``runtime-postgresql``: the same on PostgreSQL (a database of its own on the server
+- ``runtime-scraped``: ``runtime``, then HAMi's allocation gauges written once, as the
+  first ``/metrics`` scrape leaves them (every node's lines kept for the next), with
+  ``gauges_mb`` the text's size;
+- ``runtime-postgresql``: the same as ``runtime`` on PostgreSQL (a database of its own on the server
   ``VGPU_BENCH_POSTGRES_URL``, else ``VGPU_TEST_POSTGRES_URL``, else the test server;
   left out when none answers).
 
@@ -131,6 +134,16 @@ def child(case: str, nodes: int, url: str) -> dict[str, Any]:
             "start_cpu_s": round(start_cpu_s, 2),
         }
         keep = runtime
+        if case == "runtime-scraped":
+            from vgpu_extender.metrics import AllocationGauges
+            from vgpu_extender.services.gauge_rows import IndexGaugeRows
+            from vgpu_extender.services.store_health import StoreHealth
+
+            gauges = AllocationGauges(
+                IndexGaugeRows(runtime.cluster, runtime.sessions, StoreHealth(runtime.engine))
+            )
+            loaded["gauges_mb"] = round(sum(map(len, gauges.render())) / 1e6, 1)
+            keep = (runtime, gauges)
     gc.collect()
     current, peak = rss_mb()
     pauses = full_collection_pauses()
@@ -173,7 +186,7 @@ def run(nodes: int, *, postgresql: bool) -> list[dict[str, Any]]:
     with TemporaryDirectory() as tmp:
         url = f"sqlite:///{Path(tmp) / 'memory.db'}"
         populate_store(url, nodes)
-        cases = [("imports", url), ("engine", url), ("runtime", url)]
+        cases = [("imports", url), ("engine", url), ("runtime", url), ("runtime-scraped", url)]
         server = postgres_server("runtime on PostgreSQL") if postgresql else None
         database = ThrowawayDatabase(server) if server is not None else None
         try:
@@ -220,6 +233,7 @@ def main(argv: Sequence[str] | None = None) -> int:
             "objects",
             "full GC ms",
             "frozen ms",
+            "gauges MB",
         ],
         [
             [
@@ -233,6 +247,7 @@ def main(argv: Sequence[str] | None = None) -> int:
                 r["tracked_objects"],
                 r["full_gc_ms"],
                 r["full_gc_frozen_ms"],
+                r.get("gauges_mb", ""),
             ]
             for r in results
         ],

@@ -160,39 +160,32 @@ PIECE_BYTES = 1 << 20
 
 #: What a device's unchanging text depends on.
 DeviceKey = tuple[str, str, int, str, int, int]
-
-
-@dataclass(frozen=True, slots=True)
-class _DeviceText:
-    """A device's text that does not change with its usage: the limit lines whole, the
-    label sets of the rest."""
-
-    memory_limit: str
-    core_limit: str
-    base: str
-    with_cores: str
-    overview: str
-    #: The memory ratio's labels; None for a device without memory (no ratio).
-    ratio: str | None
+#: A device's label sets: the base one, with its cores, the overview's, and the memory
+#: ratio's ("" for a device without memory, which has no ratio).
+DeviceLabels = tuple[str, str, str, str]
 
 
 @dataclass(frozen=True, slots=True)
 class _KeptNode:
+    """One node's text, and its devices' label sets for when it changes. Tuples of
+    strings only, which the garbage collector stops tracking: 10,000 nodes of them add
+    no work to its full passes."""
+
     stamp: int
     #: The node's lines of each family, in ``_FAMILIES`` order.
     blocks: tuple[bytes, ...]
-    devices: dict[DeviceKey, _DeviceText]
-    #: A grant's two lines: a pod's grants never change while it lives.
-    grants: dict[GrantRow, tuple[str, str]]
+    device_keys: tuple[DeviceKey, ...]
+    device_labels: tuple[DeviceLabels, ...]
 
 
 class AllocationGauges:
     """HAMi's allocation gauges as text, each node's lines kept until its stamp changes.
 
     A scrape reads every node's stamp and only the rows of the nodes changed since the
-    last one; the rest is joining what was kept. A changed node's labels are kept too,
-    so its lines cost only their new values. Through prometheus_client's collectors the
-    same text cost seven seconds a scrape at 5,000 nodes (``benchmarks/metrics_scrape``).
+    last one; the rest is joining what was kept. A changed node's GPU labels and limit
+    lines are kept too, so its lines cost mostly their new values. Through
+    prometheus_client's collectors the same text cost seven seconds a scrape at 5,000
+    nodes (``benchmarks/metrics_scrape``).
     """
 
     def __init__(self, source: NodeGaugeSource, *, paced: Callable[[], Tick] | None = None) -> None:
@@ -248,7 +241,11 @@ def _stamp(kept: _KeptNode | None) -> int:
     return _READ_AGAIN if kept is None else kept.stamp
 
 
-def _device_text(d: DeviceRow) -> _DeviceText:
+def _device_key(d: DeviceRow) -> DeviceKey:
+    return (d.node, d.uuid, d.index, d.type, d.memory_mib, d.cores)
+
+
+def _device_labels(d: DeviceRow) -> DeviceLabels:
     labels = {
         "node": d.node,
         "device_uuid": d.uuid,
@@ -256,21 +253,18 @@ def _device_text(d: DeviceRow) -> _DeviceText:
         "device_type": d.type,
         "zone": ZONE,
     }
-    base = gauge_text.label_set(labels)
     with_cores = {**labels, "device_cores": str(d.cores)}
     ratio = {"node": d.node, "device_uuid": d.uuid, "device_index": str(d.index), "zone": ZONE}
-    return _DeviceText(
-        memory_limit=gauge_text.sample(_DEVICE_FAMILIES[0].name, base, float(d.memory_mib * MIB)),
-        core_limit=gauge_text.sample(_DEVICE_FAMILIES[1].name, base, float(d.cores)),
-        base=base,
-        with_cores=gauge_text.label_set(with_cores),
-        overview=gauge_text.label_set({**with_cores, "device_memory_limit": str(d.memory_mib)}),
-        ratio=gauge_text.label_set(ratio) if d.memory_mib > 0 else None,
+    return (
+        gauge_text.label_set(labels),
+        gauge_text.label_set(with_cores),
+        gauge_text.label_set({**with_cores, "device_memory_limit": str(d.memory_mib)}),
+        gauge_text.label_set(ratio) if d.memory_mib > 0 else "",
     )
 
 
-def _grant_lines(g: GrantRow) -> tuple[str, str]:
-    labels = gauge_text.label_set(
+def _grant_labels(g: GrantRow) -> str:
+    return gauge_text.label_set(
         {
             "namespace": g.namespace,
             "node": g.node,
@@ -280,46 +274,42 @@ def _grant_lines(g: GrantRow) -> tuple[str, str]:
             "zone": ZONE,
         }
     )
-    return (
-        gauge_text.sample(_GRANT_FAMILIES[0].name, labels, float(g.memory_mib * MIB)),
-        gauge_text.sample(_GRANT_FAMILIES[1].name, labels, float(g.cores)),
-    )
 
 
 def _kept_node(gauges: NodeGauges, before: _KeptNode | None) -> _KeptNode:
-    """One node's lines of each family, reusing what ``before`` made of its devices and
-    grants."""
-    known_devices = before.devices if before is not None else {}
-    known_grants = before.grants if before is not None else {}
-    devices: dict[DeviceKey, _DeviceText] = {}
-    grants: dict[GrantRow, tuple[str, str]] = {}
+    """One node's lines of each family. Its devices' label sets, and the limit lines
+    while its devices are the same, come from ``before``."""
+    keys = tuple(_device_key(d) for d in gauges.devices)
+    same_devices = before is not None and before.device_keys == keys
+    if before is not None and same_devices:
+        labels = before.device_labels
+    else:
+        known = dict(zip(before.device_keys, before.device_labels, strict=True)) if before else {}
+        labels = tuple(
+            known.get(key) or _device_labels(d) for key, d in zip(keys, gauges.devices, strict=True)
+        )
     lines: list[list[str]] = [[] for _ in _FAMILIES]
     sample = gauge_text.sample
-    names = [f.name for f in _DEVICE_FAMILIES]
-    for d in gauges.devices:
-        key = (d.node, d.uuid, d.index, d.type, d.memory_mib, d.cores)
-        text = known_devices.get(key) or _device_text(d)
-        devices[key] = text
+    names = [f.name for f in _FAMILIES]
+    for d, (base, with_cores, overview, ratio) in zip(gauges.devices, labels, strict=True):
+        if not same_devices:
+            lines[0].append(sample(names[0], base, float(d.memory_mib * MIB)))
+            lines[1].append(sample(names[1], base, float(d.cores)))
         used_bytes = float(d.memory_used_mib * MIB)
-        lines[0].append(text.memory_limit)
-        lines[1].append(text.core_limit)
-        lines[2].append(sample(names[2], text.with_cores, used_bytes))
-        lines[3].append(sample(names[3], text.base, float(d.shared)))
-        lines[4].append(sample(names[4], text.base, float(d.cores_used)))
-        lines[5].append(sample(names[5], text.overview, used_bytes))
-        if text.ratio is not None:
-            lines[6].append(sample(names[6], text.ratio, d.memory_used_mib / d.memory_mib))
+        lines[2].append(sample(names[2], with_cores, used_bytes))
+        lines[3].append(sample(names[3], base, float(d.shared)))
+        lines[4].append(sample(names[4], base, float(d.cores_used)))
+        lines[5].append(sample(names[5], overview, used_bytes))
+        if ratio:
+            lines[6].append(sample(names[6], ratio, d.memory_used_mib / d.memory_mib))
     for g in gauges.grants:
-        pair = known_grants.get(g) or _grant_lines(g)
-        grants[g] = pair
-        lines[7].append(pair[0])
-        lines[8].append(pair[1])
-    return _KeptNode(
-        stamp=gauges.stamp if gauges.complete else _READ_AGAIN,
-        blocks=tuple("".join(family).encode() for family in lines),
-        devices=devices,
-        grants=grants,
-    )
+        grant = _grant_labels(g)
+        lines[7].append(sample(names[7], grant, float(g.memory_mib * MIB)))
+        lines[8].append(sample(names[8], grant, float(g.cores)))
+    blocks = tuple("".join(family).encode() for family in lines)
+    if before is not None and same_devices:  # the limits do not change with usage
+        blocks = (before.blocks[0], before.blocks[1], *blocks[2:])
+    return _KeptNode(gauges.stamp if gauges.complete else _READ_AGAIN, blocks, keys, labels)
 
 
 class CountsCollector(Collector):

@@ -16,9 +16,11 @@ def test_quick_run_measures_each_case_and_the_pause_freezing_removes(tmp_path: P
     written = json.loads(out.read_text())
     assert written["benchmark"] == "memory"
     rows = {row["case"]: row for row in written["results"]}
-    assert list(rows) == ["imports", "engine", "runtime"]
+    assert list(rows) == ["imports", "engine", "runtime", "runtime-scraped"]
     assert (rows["runtime"]["nodes"], rows["runtime"]["allocations"]) == (500, 5000)
     assert rows["runtime"]["start_s"] > 0
+    # 500 nodes of 8 GPUs, 7 gauge lines each of well over 100 bytes.
+    assert rows["runtime-scraped"]["gauges_mb"] > 500 * 8 * 7 * 100 / 1e6
     for row in rows.values():
         assert row["rss_mb"] > 0
         # Every case holds at least the modules' objects, and once they are frozen a
