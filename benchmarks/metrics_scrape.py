@@ -37,6 +37,7 @@ from __future__ import annotations
 import argparse
 import gzip
 import http.client
+import signal
 import subprocess
 import sys
 import tempfile
@@ -140,10 +141,11 @@ class Scraper:
         self._reader.start()
 
     def stop(self) -> None:
-        """Stop scraping (a scrape under way is dropped)."""
+        """Stop scraping, once the scrape under way is answered (the extender would go
+        on writing a dropped one, and the idle samples would see it)."""
         if self._process is None:
             return
-        self._process.terminate()
+        self._process.send_signal(signal.SIGTERM)
         self._process.wait()
         if self._reader is not None:
             self._reader.join()
@@ -156,11 +158,14 @@ class Scraper:
 
 def scrape_client(port: int) -> int:
     """The scraping process: scrape ``port``'s ``/metrics`` back to back, each one's wall
-    seconds on a line of its own, until terminated."""
+    seconds on a line of its own, until SIGTERM (the scrape under way is finished)."""
+    stopping = threading.Event()
+    signal.signal(signal.SIGTERM, lambda *_: stopping.set())
     connection = connect(port)
     print("started", flush=True)
-    while True:
+    while not stopping.is_set():
         print(scrape(connection).wall_s, flush=True)
+    return 0
 
 
 def scrape_row(case: str, nodes: int, pods: int, scrapes: Sequence[Scrape]) -> dict[str, Any]:
