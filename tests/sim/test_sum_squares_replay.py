@@ -10,6 +10,8 @@ from pathlib import Path
 
 import pytest
 
+from vgpu_extender.policies.fragmentation import Fragmentation
+from vgpu_extender.policies.host_stranding import cpu_per_milli
 from vgpu_extender.policies.ss_lookahead import SsLookahead
 from vgpu_extender.policies.sum_squares import SumSquares
 from vgpu_extender.sim.replay import Workload, load_workload, make_planner, replay
@@ -54,3 +56,14 @@ def test_places_every_pod_of_a_light_load_and_books_what_it_placed(
     rows = planner.index.rows_of([n.name for n in workload.nodes])
     booked = int((cols.cores_total[rows] - cols.cores_free[rows]).sum())
     assert booked * 10 == requested  # 100 cores a GPU, the trace's milli per GPU
+
+
+def test_ss_lookahead_charges_host_cpu_stranding_at_the_traces_ratio(workload: Workload) -> None:
+    # The trace's typical GPU pods ask 10.91 milli of host CPU per milli of GPU share
+    # (docs/simulation.md, "Host CPU stranding"); fgd-paper charges nothing.
+    planner = make_planner(workload, "ss-lookahead")
+    policy = planner.profile.plugins["ss-lookahead"]
+    assert isinstance(policy, SsLookahead) and policy.host_strand == 1.0
+    assert cpu_per_milli(policy.compiled()) == pytest.approx(10.91, abs=0.005)
+    paper = make_planner(workload, "fgd-paper").profile.plugins["fgd-paper"]
+    assert isinstance(paper, Fragmentation) and paper.host_strand == 0.0

@@ -37,6 +37,8 @@ BoolArr = npt.NDArray[np.bool_]
 
 #: Thousandths of one device: the unit of free capacity and fragments.
 MILLI = 1000
+#: Milli of fragmentation change worth one score point near zero (the sigmoid's slope).
+POINT_MILLI = MILLI / 25.0
 
 
 # --------------------------------------------------------------------------- the shapes

@@ -15,8 +15,10 @@ Node scores are the paper's integers, ``floor(100 * sigmoid(delta / 1000))``. Tw
 refinements beat the paper's FGD on its own trace (docs/simulation.md): a node's devices
 are ranked by the raw ``delta`` (the paper takes the lowest-index device reaching the best
 integer score), and host-only pods, among nodes of equal score, go to the node with the
-least free device capacity. Without both it replays the paper's FGD exactly. Finer *node*
-scores do worse: they separate nodes by the small fragments host CPU decides.
+least free device capacity. Without both it replays the paper's FGD exactly. An option,
+``host_strand``, also charges one-device placements the device capacity they leave the
+node's host CPU unable to feed (``host_stranding``); off here, on in ``ss-lookahead``.
+Finer *node* scores do worse: they separate nodes by the small fragments host CPU decides.
 """
 
 from __future__ import annotations
@@ -42,6 +44,7 @@ from vgpu_extender.policies.fragment_math import (
     paper_score,
     taken,
 )
+from vgpu_extender.policies.host_stranding import cpu_per_milli, one_device_points
 from vgpu_extender.policies.row_states import RowStates
 from vgpu_extender.policies.state_scores import StateScores
 from vgpu_extender.policies.typical_pods import ShapeCounter, TypicalPod, WeightedShape
@@ -54,12 +57,14 @@ HOST_PACK = 0.5
 class FragmentationArgs:
     """``fragmentation``'s arguments. ``typical_pods``: (weight, shape) pairs, empty to
     learn them online; the rest as on ``Fragmentation``. ``quantize=True,
-    raw_devices=False, host_pack=0`` is the paper's FGD exactly."""
+    raw_devices=False, host_pack=0`` (and ``host_strand=0``, the default) is the paper's FGD
+    exactly."""
 
     typical_pods: tuple[WeightedShape, ...] = ()
     quantize: bool = True
     raw_devices: bool = True
     host_pack: float = HOST_PACK
+    host_strand: float = 0.0
 
     def __post_init__(self) -> None:
         pods = self.typical_pods
@@ -81,6 +86,9 @@ class FragmentationArgs:
         pack = self.host_pack
         if isinstance(pack, bool) or not isinstance(pack, int | float) or not 0 <= pack < 1:
             raise ArgumentError("host_pack", f"must be a number in [0, 1), not {pack!r}")
+        strand = self.host_strand
+        if isinstance(strand, bool) or not isinstance(strand, int | float) or not strand >= 0:
+            raise ArgumentError("host_strand", f"must be a number >= 0, not {strand!r}")
 
 
 # --------------------------------------------------------------------------- the policy
@@ -102,6 +110,9 @@ class Fragmentation:
     #: Host-only pods: weight (below one score point) of preferring the node with the least
     #: free device capacity, so their CPU strands as little of it as possible. 0: none.
     host_pack: float = HOST_PACK
+    #: One-device pods: score points per 40 milli of device capacity a placement leaves
+    #: the node's host CPU unable to feed (``host_stranding``). 0: none, as the paper.
+    host_strand: float = 0.0
     _compiled: tuple[int, CompiledShapes | None] = field(default=(-1, None), repr=False)
     _states: RowStates = field(default_factory=RowStates, repr=False)
     #: The device order worked out while scoring the best node: (node state, request,
@@ -168,8 +179,11 @@ class Fragmentation:
         order: FloatVec,
     ) -> FloatVec:
         """Each node state's score, its best device's (``score``: per state and device,
-        -inf where the share does not fit); the best state's devices in ``order``
-        (highest first) are kept for the device choice that follows."""
+        -inf where the share does not fit), host stranding charged; the best state's
+        devices in ``order`` (highest first) are kept for the device choice that follows."""
+        if self.host_strand:
+            k = cpu_per_milli(self.compiled())
+            score = score + one_device_points(d, container, request.cpu_milli, k, self.host_strand)
         best: FloatVec = np.max(score, axis=1)
         top = int(np.argmax(best))
         key = (*d.state_key(top), request.cpu_milli, container, self._compiled[0])
@@ -315,4 +329,5 @@ def build_fragmentation(args: FragmentationArgs) -> Fragmentation:
         quantize=args.quantize,
         raw_devices=args.raw_devices,
         host_pack=args.host_pack,
+        host_strand=args.host_strand,
     )

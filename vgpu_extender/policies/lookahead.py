@@ -32,7 +32,7 @@ from vgpu_extender.domain import ContainerRequest, PodRequest
 from vgpu_extender.engine import ClusterIndex
 from vgpu_extender.engine.framework import ArgumentError, FloatVec, IntVec
 from vgpu_extender.policies.fragment_math import (
-    MILLI,
+    POINT_MILLI,
     BoolArr,
     ClassStats,
     CompiledShapes,
@@ -51,9 +51,6 @@ from vgpu_extender.policies.fragmentation import (
     one_share,
 )
 from vgpu_extender.policies.typical_pods import ShapeCounter
-
-#: Milli of fragmentation change worth one score point near zero (the sigmoid's slope).
-POINT_MILLI = MILLI / 25.0
 
 
 @dataclass(frozen=True, slots=True)
@@ -300,6 +297,7 @@ def build_lookahead(args: LookaheadArgs) -> Lookahead:
         quantize=args.quantize,
         raw_devices=args.raw_devices,
         host_pack=args.host_pack,
+        host_strand=args.host_strand,
         weight=args.weight,
         beam=args.beam,
         window=args.window,

@@ -261,5 +261,6 @@ def build_sum_squares(args: SumSquaresArgs) -> SumSquares:
         quantize=args.quantize,
         raw_devices=args.raw_devices,
         host_pack=args.host_pack,
+        host_strand=args.host_strand,
         choice=GapChoice(live=args.live_gaps, window=args.window),
     )

@@ -37,7 +37,9 @@ from vgpu_extender.sim.trace import (
 SIM_POLICIES: Registry = {
     "fgd-paper": PluginSpec(
         FragmentationArgs,
-        lambda args: build_fragmentation(replace(args, raw_devices=False, host_pack=0.0)),
+        lambda args: build_fragmentation(
+            replace(args, raw_devices=False, host_pack=0.0, host_strand=0.0)
+        ),
     ),
     "fgd-raw": PluginSpec(
         FragmentationArgs,
