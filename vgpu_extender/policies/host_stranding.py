@@ -9,7 +9,8 @@ free host CPU ``C`` can feed at most ``C / k`` of it, so
 
     S = max(0, G - C / k)
 
-milli are stranded in expectation. A placement is charged the change of ``S`` it makes,
+milli are stranded in expectation. A placement is charged the change of ``S`` it makes
+(credited where it lowers ``S``: a CPU-light pod on a CPU-poor node),
 ``weight * (S_after - S_before) / 40`` in whole score points (40 milli is one point near
 zero, as for the lookahead's outlook; whole points keep the ties the paper's ranks break).
 
