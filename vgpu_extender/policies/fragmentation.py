@@ -87,8 +87,9 @@ class FragmentationArgs:
         if isinstance(pack, bool) or not isinstance(pack, int | float) or not 0 <= pack < 1:
             raise ArgumentError("host_pack", f"must be a number in [0, 1), not {pack!r}")
         strand = self.host_strand
-        if isinstance(strand, bool) or not isinstance(strand, int | float) or not strand >= 0:
-            raise ArgumentError("host_strand", f"must be a number >= 0, not {strand!r}")
+        if isinstance(strand, bool) or not isinstance(strand, int | float) or not 0 <= strand < 1e6:
+            # A finite weight: inf * a zero change would be no number at all.
+            raise ArgumentError("host_strand", f"must be a number in [0, 1e6), not {strand!r}")
 
 
 # --------------------------------------------------------------------------- the policy

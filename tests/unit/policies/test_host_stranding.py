@@ -126,7 +126,7 @@ def test_ss_lookahead_charges_by_default_and_fgd_paper_never() -> None:
     assert paper.score_nodes(index, HALF_9_CPU, rows).tolist() == [50, 50]
 
 
-@pytest.mark.parametrize("value", [-1.0, True, "1", float("nan")])
+@pytest.mark.parametrize("value", [-1.0, True, "1", float("nan"), float("inf")])
 def test_a_bad_weight_names_the_field(value: object) -> None:
     with pytest.raises(ArgumentError, match="host_strand"):
         FragmentationArgs(host_strand=value)  # type: ignore[arg-type]
