@@ -27,7 +27,11 @@ transaction in the measured run (its ``vgpu_extender_bind_batch_size`` metric), 
 ``server_filter_ms``, ``server_prioritize_ms`` and ``server_bind_ms`` each verb's mean
 time inside the extender in that run (its ``vgpu_extender_request_duration_seconds``:
 from the request handed over by uvicorn, body read, to the answer handed back; a bind's
-includes its store transaction and the Binding's round trip). A few
+includes its store transaction and the Binding's round trip);
+``extender_kernel_share`` and ``extender_switches_per_cycle`` are the kernel's part of
+the extender's CPU time and its threads' context switches per cycle (``/proc``): with
+binds in flight the threads take turns on the interpreter, and what a switch costs
+varies more between hours of a shared machine than the CPU gauge does. A few
 unmeasured pods warm the extender up first. With binds in flight, a
 node can fill up between a pod's filter and its bind (the extender learns of a
 placement only when its bind arrives): the bind is refused and the pod goes round
@@ -245,8 +249,8 @@ class Run:
     latencies_ms: list[float]
     hosts: dict[str, str]  # pod name -> the host its successful bind named
     refused: int  # binds refused and retried
-    extender_cpu_s: float | None = None  # the extender's CPU time during the run
-    apiserver_cpu_s: float | None = None  # the test API server's
+    extender: CpuReading | None = None  # what the extender used during the run
+    apiserver_cpu_s: float | None = None  # the test API server's CPU time
     client_cpu_s: float | None = None  # this process's (kube-scheduler's stand-in)
     #: Binds per store transaction during the run, from the extender's own metric.
     binds_per_transaction: float | None = None
@@ -311,14 +315,54 @@ def check_bound(api: ApiServerProcess, hosts: dict[str, str]) -> None:
         )
 
 
-def cpu_seconds(pid: int) -> float | None:
-    """CPU time (user + system) a process has used so far; None where /proc is missing."""
+@dataclass(frozen=True)
+class CpuReading:
+    """What a process has used so far: CPU seconds, the kernel's part of them, and its
+    threads' context switches (voluntary and not)."""
+
+    cpu_s: float
+    kernel_s: float
+    switches: int
+
+    def since(self, earlier: CpuReading) -> CpuReading:
+        return CpuReading(
+            self.cpu_s - earlier.cpu_s,
+            self.kernel_s - earlier.kernel_s,
+            self.switches - earlier.switches,
+        )
+
+
+def cpu_reading(pid: int) -> CpuReading | None:
+    """The process's CPU time and context switches so far; None where /proc is missing.
+    Switches are summed over the threads alive now (``/proc/PID/status`` counts the
+    main thread's alone): a thread that ends between two readings would be missed, and
+    the extender's and the API server's threads live as long as they do."""
     try:
         fields = Path(f"/proc/{pid}/stat").read_text().rsplit(")", 1)[1].split()
+        threads = list(Path(f"/proc/{pid}/task").iterdir())
+        switches = sum(_switches(thread / "status") for thread in threads)
     except OSError:
         return None
     # utime and stime are fields 14 and 15 of stat(5), in clock ticks.
-    return (int(fields[11]) + int(fields[12])) / os.sysconf("SC_CLK_TCK")
+    tick = os.sysconf("SC_CLK_TCK")
+    user, kernel = int(fields[11]) / tick, int(fields[12]) / tick
+    return CpuReading(user + kernel, kernel, switches)
+
+
+def _switches(status: Path) -> int:
+    try:
+        text = status.read_text()
+    except OSError:  # the thread ended meanwhile
+        return 0
+    total = 0
+    for line in text.splitlines():
+        key, _, value = line.partition(":")
+        if key in _SWITCH_FIELDS:
+            total += int(value)
+    return total
+
+
+_SWITCH_FIELDS = frozenset({"voluntary_ctxt_switches", "nonvoluntary_ctxt_switches"})
 
 
 #: The verbs whose server-side time a row reports, as the extender's metric names them.
@@ -421,20 +465,20 @@ def cycles(database: str, folder: Path, size: Size, binders: int) -> Run:
             pids = (extender.process.pid, api.process.pid)
             # Scraped outside the CPU readings: rendering /metrics is not a cycle's work.
             scraped_before = scrape(extender.url)
-            before = [cpu_seconds(pid) for pid in pids]
+            before = [cpu_reading(pid) for pid in pids]
             client_before = time.process_time()
             measured = schedule(extender.url, objects[size.warmup :], names, binders)
             client_cpu_s = time.process_time() - client_before
-            after = [cpu_seconds(pid) for pid in pids]
+            after = [cpu_reading(pid) for pid in pids]
             scraped_after = scrape(extender.url)
             spent = [
-                b - a if a is not None and b is not None else None
+                b.since(a) if a is not None and b is not None else None
                 for a, b in zip(before, after, strict=True)
             ]
             measured = replace(
                 measured,
-                extender_cpu_s=spent[0],
-                apiserver_cpu_s=spent[1],
+                extender=spent[0],
+                apiserver_cpu_s=None if spent[1] is None else spent[1].cpu_s,
                 client_cpu_s=client_cpu_s,
                 binds_per_transaction=per_transaction(scraped_before, scraped_after),
                 verb_ms=verb_means_ms(scraped_before, scraped_after),
@@ -562,15 +606,22 @@ def extender_cpu(run: Run) -> dict[str, float]:
     """CPU time per cycle of the extender, the test API server and this client (the
     database's is not counted), and the cycles per second the extender's CPU time
     allows on one core of its own: what it could sustain with the API server, the
-    database and kube-scheduler elsewhere, as they are in a cluster."""
+    database and kube-scheduler elsewhere, as they are in a cluster. For the extender
+    also the kernel's share of its CPU time and its threads' context switches per
+    cycle: most of that share is switching between the threads that take turns on the
+    interpreter, and its cost per switch is what differs most between one hour of a
+    shared machine and the next (the CPU gauge, a pure-Python loop, does not see it)."""
     if not run.latencies_ms:
         return {}
     cycles = len(run.latencies_ms)
     row: dict[str, float] = {}
-    if run.extender_cpu_s is not None:
-        per_cycle_ms = 1000.0 * run.extender_cpu_s / cycles
+    if run.extender is not None:
+        per_cycle_ms = 1000.0 * run.extender.cpu_s / cycles
         row["extender_cpu_ms_per_cycle"] = round(per_cycle_ms, 3)
         row["extender_bound_cycles_per_s"] = round(1000.0 / per_cycle_ms, 1)
+        if run.extender.cpu_s > 0:
+            row["extender_kernel_share"] = round(run.extender.kernel_s / run.extender.cpu_s, 3)
+        row["extender_switches_per_cycle"] = round(run.extender.switches / cycles, 1)
     if run.apiserver_cpu_s is not None:
         row["apiserver_cpu_ms_per_cycle"] = round(1000.0 * run.apiserver_cpu_s / cycles, 3)
     if run.client_cpu_s is not None:
@@ -640,6 +691,8 @@ def main(argv: Sequence[str] | None = None) -> int:
             "refused",
             "extender CPU ms/cycle",
             "extender-bound cycles/s",
+            "extender kernel share",
+            "extender switches/cycle",
             "API server CPU ms/cycle",
             "client CPU ms/cycle",
             "binds / store transaction",
@@ -657,6 +710,8 @@ def main(argv: Sequence[str] | None = None) -> int:
                 r["refused"],
                 r.get("extender_cpu_ms_per_cycle", "n/a"),
                 r.get("extender_bound_cycles_per_s", "n/a"),
+                r.get("extender_kernel_share", "n/a"),
+                r.get("extender_switches_per_cycle", "n/a"),
                 r.get("apiserver_cpu_ms_per_cycle", "n/a"),
                 r.get("client_cpu_ms_per_cycle", "n/a"),
                 r.get("binds_per_transaction", "n/a"),

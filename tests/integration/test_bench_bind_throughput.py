@@ -15,7 +15,13 @@ from tests.support.server import node_json, pod_json, spawn_extender, write_kube
 
 #: The extender's and the API server's CPU time are read from /proc, where there is one.
 CPU_FIELDS = (
-    ("extender_cpu_ms_per_cycle", "extender_bound_cycles_per_s", "apiserver_cpu_ms_per_cycle")
+    (
+        "extender_cpu_ms_per_cycle",
+        "extender_bound_cycles_per_s",
+        "extender_kernel_share",
+        "extender_switches_per_cycle",
+        "apiserver_cpu_ms_per_cycle",
+    )
     if Path("/proc/self/stat").exists()
     else ()
 )
@@ -77,6 +83,9 @@ def test_quick_run_writes_one_row_per_store(
             assert row["extender_bound_cycles_per_s"] == pytest.approx(
                 1000 / row["extender_cpu_ms_per_cycle"], rel=0.01
             )
+            # Every cycle's requests wake the event loop at least once.
+            assert 0 <= row["extender_kernel_share"] <= 1
+            assert row["extender_switches_per_cycle"] >= 1
 
 
 def test_binders_and_repeats_must_be_at_least_one() -> None:
@@ -176,3 +185,19 @@ def test_verb_means_are_the_run_s_own_calls() -> None:
     )
     # 20 filters took 40 ms; no bind in the run; 5 prioritizes 5 ms.
     assert bench.verb_means_ms(before, after) == {"filter": 2.0, "prioritize": 1.0}
+
+
+def test_context_switches_are_summed_from_both_fields_of_a_thread(tmp_path: Path) -> None:
+    status = tmp_path / "status"
+    status.write_text(
+        "Name:\tpython\nvoluntary_ctxt_switches:\t7\nnonvoluntary_ctxt_switches:\t5\n"
+    )
+    assert bench._switches(status) == 12
+    assert bench._switches(tmp_path / "ended") == 0  # a thread gone between readings
+
+
+def test_a_reading_since_an_earlier_one_is_the_difference() -> None:
+    later = bench.CpuReading(cpu_s=3.0, kernel_s=1.25, switches=10)
+    assert later.since(bench.CpuReading(cpu_s=1.0, kernel_s=0.5, switches=4)) == (
+        bench.CpuReading(cpu_s=2.0, kernel_s=0.75, switches=6)
+    )
