@@ -60,7 +60,7 @@ from benchmarks.common import (
 )
 from benchmarks.engine_fit import GPUS, build_cluster
 from benchmarks.stores import write_cluster
-from vgpu_extender.kube.client import Listing
+from vgpu_extender.kube.client import Listing, Pace
 from vgpu_extender.kube.fake import FakeKubeClient
 from vgpu_extender.kube.list_page import decode_page
 from vgpu_extender.kube.memory import Kind
@@ -93,22 +93,24 @@ class ListingKubeClient(FakeKubeClient):
         self._pages: dict[str, tuple[str, list[bytes]]] = {}
         self._pages_lock = threading.Lock()
 
-    def list_pods_with_version(self, *, node: str | None = None) -> Listing:
+    def list_pods_with_version(
+        self, *, node: str | None = None, pace: Pace | None = None
+    ) -> Listing:
         if node is not None:
-            return super().list_pods_with_version(node=node)
+            return super().list_pods_with_version(node=node, pace=pace)
         self._enter("list_pods")
-        return self._decoded("pods")
+        return self._decoded("pods", pace)
 
-    def list_nodes_with_version(self) -> Listing:
+    def list_nodes_with_version(self, *, pace: Pace | None = None) -> Listing:
         self._enter("list_nodes")
-        return self._decoded("nodes")
+        return self._decoded("nodes", pace)
 
-    def _decoded(self, kind: Kind) -> Listing:
+    def _decoded(self, kind: Kind, pace: Pace | None) -> Listing:
         items: list[KubeObject] = []
         version = ""
         for page in self._encoded(kind):
             time.sleep(PAGE_ROUND_TRIP_S)
-            body = decode_page(page, f"list {kind}")
+            body = decode_page(page, f"list {kind}", pace=pace)
             items.extend(body["items"])
             version = version or body["metadata"]["resourceVersion"]
         return Listing(items, version)

@@ -1,5 +1,6 @@
 """``pod_states``: every live pod's metadata in one grouped query, as ``assignments``
-states it; ``pod_names``: the names of the pods asked for; on SQLite and PostgreSQL."""
+states it, whole or a page at a time; ``pod_names``: the names of the pods asked for; on
+SQLite and PostgreSQL."""
 
 from __future__ import annotations
 
@@ -65,6 +66,30 @@ def test_each_live_pod_once_with_the_metadata_assignments_gives(db: Db) -> None:
 def test_no_live_pod_no_state(db: Db) -> None:
     with db.factory() as session:
         assert list(pod_states(session)) == []
+
+
+def test_read_a_page_at_a_time_every_live_pod_comes_once_in_uid_order(db: Db) -> None:
+    put_node(db)
+    uids = ["c", "a", "e", "b", "d", "gone"]
+    for uid in uids:
+        # Two containers each: a pod's rows are one state, never split between pages.
+        do_reserve(db, uid, grants("node-a", [("GPU-a0", 100, 1)], [("GPU-a1", 100, 1)]))
+    with db.factory.begin() as session:
+        release(session, pod_uid="gone", now=T0 + timedelta(3))
+
+    pages: list[list[str]] = []
+    after = ""
+    while True:
+        with db.factory() as session:
+            page = [meta.uid for meta in pod_states(session, after=after, limit=2)]
+        if not page:
+            break
+        pages.append(page)
+        after = page[-1]
+
+    assert pages == [["a", "b"], ["c", "d"], ["e"]]
+    with db.factory() as session:
+        assert [meta.uid for meta in pod_states(session)] == ["a", "b", "c", "d", "e"]
 
 
 def test_pods_are_named_once_each_in_reads_of_a_bounded_size(

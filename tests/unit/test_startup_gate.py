@@ -14,7 +14,7 @@ from sqlalchemy.orm import Session, sessionmaker
 from tests.support.server import node_json, standalone_settings
 from tests.support.waiting import eventually
 from vgpu_extender import store
-from vgpu_extender.kube.client import Listing
+from vgpu_extender.kube.client import Listing, Pace
 from vgpu_extender.kube.fake import FakeKubeClient
 from vgpu_extender.services.cluster import ClusterState
 from vgpu_extender.services.inventory import InventoryService
@@ -33,10 +33,12 @@ class HeldPods(FakeKubeClient):
         self.release = threading.Event()
         self.waiting = threading.Event()
 
-    def list_pods_with_version(self, *, node: str | None = None) -> Listing:
+    def list_pods_with_version(
+        self, *, node: str | None = None, pace: Pace | None = None
+    ) -> Listing:
         self.waiting.set()
         assert self.release.wait(10.0), "never released"
-        return super().list_pods_with_version(node=node)
+        return super().list_pods_with_version(node=node, pace=pace)
 
 
 @pytest.fixture

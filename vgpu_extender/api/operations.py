@@ -143,7 +143,7 @@ class Operations:
         # read once per pod (left out while it cannot be reached).
         gauges = AllocationGauges(
             IndexGaugeRows(runtime.cluster, runtime.sessions, health),
-            paced=lambda: Pacer(check_every=1).tick,
+            paced=lambda: Pacer(check_every=1, foreground=runtime.foreground).tick,
         )
         metrics.set_allocation_gauges(gauges)
         # Every node's lines written once now, in the background and paced (17-20 s at

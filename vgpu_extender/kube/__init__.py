@@ -5,7 +5,14 @@ The real implementation lives in :mod:`vgpu_extender.kube.real` (it imports the
 :mod:`vgpu_extender.kube.fake`.
 """
 
-from vgpu_extender.kube.client import EventType, KubeClient, Listing, WatchEvent, WatchEventType
+from vgpu_extender.kube.client import (
+    EventType,
+    KubeClient,
+    Listing,
+    Pace,
+    WatchEvent,
+    WatchEventType,
+)
 from vgpu_extender.kube.errors import (
     AlreadyBound,
     Conflict,
@@ -36,6 +43,7 @@ __all__ = [
     "NodeLockContention",
     "NotFound",
     "OutcomeUnknown",
+    "Pace",
     "UidMismatch",
     "WatchEvent",
     "WatchEventType",

@@ -13,7 +13,7 @@ with :mod:`vgpu_extender.kube.objects`. Errors are those of
 
 from __future__ import annotations
 
-from collections.abc import Iterator, Mapping
+from collections.abc import Callable, Iterator, Mapping
 from typing import Literal, NamedTuple, Protocol
 
 from vgpu_extender.kube.objects import KubeObject
@@ -21,6 +21,9 @@ from vgpu_extender.kube.objects import KubeObject
 EventType = Literal["Normal", "Warning"]
 WatchEventType = Literal["ADDED", "MODIFIED", "DELETED"]
 WatchEvent = tuple[WatchEventType, KubeObject]
+#: Called after each object of a list as it is decoded: a long background pass's
+#: ``Pacer.tick``, so that its bursts and pauses reach into the listing too.
+Pace = Callable[[], None]
 
 
 class Listing(NamedTuple):
@@ -45,8 +48,11 @@ class KubeClient(Protocol):
         """All pods of all namespaces; only those with ``spec.nodeName == node`` if given."""
         ...
 
-    def list_pods_with_version(self, *, node: str | None = None) -> Listing:
-        """Like :meth:`list_pods`, plus the list's resourceVersion for a following watch."""
+    def list_pods_with_version(
+        self, *, node: str | None = None, pace: Pace | None = None
+    ) -> Listing:
+        """Like :meth:`list_pods`, plus the list's resourceVersion for a following watch;
+        ``pace`` is called after each pod."""
         ...
 
     def patch_pod_annotations(
@@ -100,7 +106,9 @@ class KubeClient(Protocol):
 
     def list_nodes(self) -> list[KubeObject]: ...
 
-    def list_nodes_with_version(self) -> Listing: ...
+    def list_nodes_with_version(self, *, pace: Pace | None = None) -> Listing:
+        """Every node, and the list's resourceVersion; ``pace`` is called after each."""
+        ...
 
     def get_node(self, name: str) -> KubeObject | None:
         """The node, or ``None`` when it does not exist."""

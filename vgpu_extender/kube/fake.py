@@ -16,7 +16,7 @@ from datetime import UTC, datetime
 from typing import Any, TypeVar
 
 from vgpu_extender.kube import bodies
-from vgpu_extender.kube.client import EventType, Listing, WatchEvent, check_watch_args
+from vgpu_extender.kube.client import EventType, Listing, Pace, WatchEvent, check_watch_args
 from vgpu_extender.kube.errors import KubeError, OutcomeUnknown, as_binding_error, with_context
 from vgpu_extender.kube.memory import InMemoryCluster, Kind
 from vgpu_extender.kube.objects import KubeObject
@@ -101,9 +101,12 @@ class FakeKubeClient:
     def list_pods(self, *, node: str | None = None) -> list[KubeObject]:
         return self.list_pods_with_version(node=node).items
 
-    def list_pods_with_version(self, *, node: str | None = None) -> Listing:
+    def list_pods_with_version(
+        self, *, node: str | None = None, pace: Pace | None = None
+    ) -> Listing:
         self._enter("list_pods")
-        return self.cluster.list_objects("pods", predicate=None if node is None else _on_node(node))
+        on_node = None if node is None else _on_node(node)
+        return _paced(self.cluster.list_objects("pods", predicate=on_node), pace)
 
     def patch_pod_annotations(
         self,
@@ -169,9 +172,9 @@ class FakeKubeClient:
     def list_nodes(self) -> list[KubeObject]:
         return self.list_nodes_with_version().items
 
-    def list_nodes_with_version(self) -> Listing:
+    def list_nodes_with_version(self, *, pace: Pace | None = None) -> Listing:
         self._enter("list_nodes")
-        return self.cluster.list_objects("nodes")
+        return _paced(self.cluster.list_objects("nodes"), pace)
 
     def get_node(self, name: str) -> KubeObject | None:
         self._enter("get_node")
@@ -259,3 +262,11 @@ def _in_namespace(namespace: str, obj: Mapping[str, object]) -> dict[str, Any]:
         raise ValueError(f"lease metadata must be an object, got {meta!r}")
     body["metadata"] = {**meta, "namespace": namespace}
     return body
+
+
+def _paced(listing: Listing, pace: Pace | None) -> Listing:
+    """``pace`` called once per object, as the real client calls it while decoding."""
+    if pace is not None:
+        for _item in listing.items:
+            pace()
+    return listing

@@ -44,6 +44,7 @@ from vgpu_extender.kube import bodies
 from vgpu_extender.kube.client import (
     EventType,
     Listing,
+    Pace,
     WatchEvent,
     check_watch_args,
     is_unversioned,
@@ -177,9 +178,13 @@ class RealKubeClient:
     def list_pods(self, *, node: str | None = None) -> list[KubeObject]:
         return self.list_pods_with_version(node=node).items
 
-    def list_pods_with_version(self, *, node: str | None = None) -> Listing:
+    def list_pods_with_version(
+        self, *, node: str | None = None, pace: Pace | None = None
+    ) -> Listing:
         selector = {} if node is None else {"field_selector": f"spec.nodeName={node}"}
-        return self._list("list pods", self._core.list_pod_for_all_namespaces, **selector)
+        return self._list(
+            "list pods", self._core.list_pod_for_all_namespaces, pace=pace, **selector
+        )
 
     def patch_pod_annotations(
         self,
@@ -252,8 +257,8 @@ class RealKubeClient:
     def list_nodes(self) -> list[KubeObject]:
         return self.list_nodes_with_version().items
 
-    def list_nodes_with_version(self) -> Listing:
-        return self._list("list nodes", self._core.list_node)
+    def list_nodes_with_version(self, *, pace: Pace | None = None) -> Listing:
+        return self._list("list nodes", self._core.list_node, pace=pace)
 
     def get_node(self, name: str) -> KubeObject | None:
         try:
@@ -319,7 +324,9 @@ class RealKubeClient:
 
     # ----- transport -----------------------------------------------------------------
 
-    def _list(self, context: str, method: Callable[..., Any], **kwargs: Any) -> Listing:
+    def _list(
+        self, context: str, method: Callable[..., Any], *, pace: Pace | None, **kwargs: Any
+    ) -> Listing:
         """Every object of a collection, ``LIST_PAGE`` at a time (``limit``, then each
         page's ``continue`` token), as client-go's informers list: one snapshot, whose
         resourceVersion every page carries.
@@ -327,19 +334,22 @@ class RealKubeClient:
         When a later page's token has expired (the snapshot was compacted away mid-list:
         a list slower than the server's compaction), the collection is listed again in
         one request, as client-go's pager does: listing again page by page could expire
-        again, and again, with no pause between."""
+        again, and again, with no pause between. ``pace`` is called between the
+        objects as each page is decoded (``list_page``)."""
         try:
-            return self._list_pages(context, method, **kwargs)
+            return self._list_pages(context, method, pace=pace, **kwargs)
         except _ContinueExpired as exc:
             logger.warning("%s: %s; listing everything in one request", context, exc)
-            body = self._call_list(context, method, **kwargs)
+            body = self._call_list(context, method, pace=pace, **kwargs)
             listing = _listing(body, context)
             if _continue_token(body, context):
                 # Paged though asked for whole: the rest would read as deleted.
                 raise KubeError(f"{context}: the server paged a list asked for whole") from None
             return listing
 
-    def _list_pages(self, context: str, method: Callable[..., Any], **kwargs: Any) -> Listing:
+    def _list_pages(
+        self, context: str, method: Callable[..., Any], *, pace: Pace | None, **kwargs: Any
+    ) -> Listing:
         items: list[KubeObject] = []
         version = ""
         token = ""
@@ -347,7 +357,7 @@ class RealKubeClient:
         for _page in range(MOST_LIST_PAGES):
             page = {"limit": LIST_PAGE, **({"_continue": token} if token else {})}
             try:
-                body = self._call_list(context, method, **kwargs, **page)
+                body = self._call_list(context, method, pace=pace, **kwargs, **page)
             except WatchExpired as exc:
                 if not token:
                     raise  # not a token's expiry: the caller's to handle
@@ -383,10 +393,12 @@ class RealKubeClient:
         response = self._send(context, method, *args, **kwargs)
         return _decode(self._finish(context, response), context)
 
-    def _call_list(self, context: str, method: Callable[..., Any], **kwargs: Any) -> KubeObject:
+    def _call_list(
+        self, context: str, method: Callable[..., Any], *, pace: Pace | None, **kwargs: Any
+    ) -> KubeObject:
         """One page of a list of pods or nodes (``list_page``)."""
         response = self._send(context, method, **kwargs)
-        return decode_page(self._finish(context, response), context)
+        return decode_page(self._finish(context, response), context, pace=pace)
 
     @staticmethod
     def _finish(context: str, response: urllib3.BaseHTTPResponse) -> bytes:

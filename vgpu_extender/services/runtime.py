@@ -29,6 +29,7 @@ from vgpu_extender.services.demo import demo_inventory
 from vgpu_extender.services.event_recorder import EventRecorder
 from vgpu_extender.services.hooks import ServiceHooks
 from vgpu_extender.services.inventory import InventoryService, load_inventory_file
+from vgpu_extender.services.pacing import Foreground
 from vgpu_extender.services.pod_cache import PodCache
 from vgpu_extender.services.preemption import PreemptionService
 from vgpu_extender.services.scheduling import SchedulingService
@@ -72,6 +73,8 @@ class Runtime:
     sync: SyncService | None
     #: Running pods whose allocation could not be imported (always empty standalone).
     conflicts: ConflictRegistry
+    #: The verbs in flight, marked by the HTTP layer: the background passes give way.
+    foreground: Foreground
     #: Where binds do their I/O (store, API server) off the event loop: a plain
     #: executor, whose hand-off costs less than the general-purpose thread pool's.
     binds: ThreadPoolExecutor = field(init=False)
@@ -116,6 +119,7 @@ class Runtime:
             if kube is not None and settings.hami_node_lock
             else None
         )
+        foreground = Foreground()
         sync = (
             SyncService(
                 cluster=cluster,
@@ -128,6 +132,7 @@ class Runtime:
                 conflicts=conflicts,
                 events=events,
                 clock=clock,
+                foreground=foreground,
             )
             if kube is not None
             else None
@@ -173,6 +178,7 @@ class Runtime:
             marker=marker,
             sync=sync,
             conflicts=conflicts,
+            foreground=foreground,
         )
 
     def start(self) -> None:

@@ -50,7 +50,7 @@ from vgpu_extender.services.inventory import (
     capacity_of,
     collector_paused,
 )
-from vgpu_extender.services.pacing import Pacer
+from vgpu_extender.services.pacing import Foreground, Pacer
 from vgpu_extender.store.errors import StoreUnavailable
 
 logger = logging.getLogger(__name__)
@@ -173,8 +173,11 @@ class SyncService:
         conflicts: ConflictRegistry | None = None,
         events: EventRecorder | None = None,
         clock: Callable[[], datetime] = lambda: datetime.now(UTC),
+        foreground: Foreground | None = None,
     ) -> None:
         self._cluster = cluster
+        #: The verbs, which the periodic passes give way to (``pacing``).
+        self._foreground = foreground
         self.conflicts = conflicts if conflicts is not None else ConflictRegistry(cluster)
         self._events = events
         self._sessions = sessions
@@ -381,7 +384,7 @@ class SyncService:
         """After a pod watch expired: the pods listed and reconciled as the periodic
         pass does them (in bursts, the collector paused), the list's version returned."""
         with collector_paused():
-            _report, version = self._reconcile_listed_pods(Pacer(), Pacer(check_every=1))
+            _report, version = self._reconcile_listed_pods(*self._pacers())
         return version
 
     def _on_pod(self, kind: str, pod: KubeObject) -> None:
@@ -433,9 +436,7 @@ class SyncService:
                 except MalformedObject as exc:
                     logger.warning("pod ignored by reconcile: %s", exc)
             stored: dict[str, store.PodMeta] = {}
-            with self._sessions() as session:
-                states = store.pod_states(session)
-            for meta in states:  # out of the transaction: paused between batches
+            for meta in self._stored_states():
                 pacer.tick()
                 stored[meta.uid] = meta
             young = min(listed_at, self._clock() - self._ttl)
@@ -484,6 +485,19 @@ class SyncService:
         if report.changes or report.failed:
             logger.info("reconcile fixed %d allocation(s): %s", report.changes, report)
         return report
+
+    def _stored_states(self) -> Iterator[store.PodMeta]:
+        """Every live pod's stored state, read ``STATES_PER_READ`` pods a transaction:
+        the caller's pauses fall between the reads, out of any transaction (one read of
+        66,000 pods held the interpreter for half a second, the verbs waiting)."""
+        after = ""
+        while True:
+            with self._sessions() as session:
+                page = list(store.pod_states(session, after=after, limit=store.STATES_PER_READ))
+            yield from page
+            if len(page) < store.STATES_PER_READ:
+                return
+            after = page[-1].uid
 
     def _until_stopped(self, items: Iterable[_Item], pacer: Pacer) -> Iterator[_Item]:
         """``items`` one at a time, ``pacer`` ticked for each, until the service stops."""
@@ -725,11 +739,10 @@ class SyncService:
         freed by their reference counts before it runs again, a batch at a time
         (freeing 66,000 pods at once held the interpreter for a quarter of a second).
         """
-        pacer = Pacer()
-        freeing = Pacer(check_every=1)  # a batch is hundreds of objects
+        pacer, freeing = self._pacers()
         with collector_paused():
             if nodes:
-                node_listing = self._kube.list_nodes_with_version()
+                node_listing = self._kube.list_nodes_with_version(pace=pacer.tick)
                 views: list[NodeView] = []
                 for view in self._views(node_listing.items):
                     pacer.tick()
@@ -741,11 +754,18 @@ class SyncService:
             report, _version = self._reconcile_listed_pods(pacer, freeing)
         return report
 
+    def _pacers(self) -> tuple[Pacer, Pacer]:
+        """A pass's pacers: for its items, and for freeing its listing in batches."""
+        return (
+            Pacer(foreground=self._foreground),
+            Pacer(check_every=1, foreground=self._foreground),  # a batch: hundreds of objects
+        )
+
     def _reconcile_listed_pods(self, pacer: Pacer, freeing: Pacer) -> tuple[ReconcileReport, str]:
         """Every pod listed and reconciled in ``pacer``'s bursts, the listing freed a
         batch at a time; the report and the list's resourceVersion."""
         started = self._clock()
-        listing = self._kube.list_pods_with_version()
+        listing = self._kube.list_pods_with_version(pace=pacer.tick)
         report = self.reconcile(listing.items, listed_at=started, pacer=pacer)
         _free(listing.items, freeing)
         return report, listing.resource_version

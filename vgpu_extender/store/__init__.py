@@ -31,6 +31,7 @@ from vgpu_extender.store.records import (
 from vgpu_extender.store.repository import (
     NAMES_PER_READ,
     NODE_ABSENT,
+    STATES_PER_READ,
     NodeRemoval,
     Reservation,
     assignments,
@@ -59,6 +60,7 @@ __all__ = [
     "LIVE_STATES",
     "NAMES_PER_READ",
     "NODE_ABSENT",
+    "STATES_PER_READ",
     "Allocation",
     "AllocationState",
     "AlreadyAllocated",

@@ -203,7 +203,12 @@ _POD_STATES = (
     .join(DeviceModel, DeviceModel.uuid == AllocationModel.device_uuid)
     .where(AllocationModel.state.in_(LIVE_STATES))
     .group_by(AllocationModel.pod_uid)
+    .order_by(AllocationModel.pod_uid)
 )
+#: Pods one read of ``pod_states`` returns at most, when read a page at a time: about a
+#: millisecond of work each (a read is one call the verbs wait for, and on SQLite every
+#: transaction, a read too, holds the database's write lock).
+STATES_PER_READ = 128
 
 
 #: Pods whose names one statement reads, at most (SQLite's bound-parameter limit was 999).
@@ -230,14 +235,21 @@ def pod_names(session: Unit, uids: Iterable[str]) -> dict[str, tuple[str, str]]:
 
 
 @store_operation("pod states")
-def pod_states(session: Session) -> Iterator[PodMeta]:
-    """Every live pod's metadata, one row per pod: ``assignments`` without the
-    assignments (the periodic reconcile reads every pod's, and building 100,000
-    assignments took most of its time). The rows are fetched now, in the caller's
-    transaction, and made metadata as the caller iterates, so that it can pause between
-    them after the transaction is over (on SQLite every transaction, a read too, holds
-    the database's write lock: binds would wait through the pauses)."""
-    return _pod_states(session.execute(_POD_STATES).all())
+def pod_states(session: Session, *, after: str = "", limit: int | None = None) -> Iterator[PodMeta]:
+    """Every live pod's metadata, one row per pod, by pod UID: ``assignments`` without
+    the assignments (the periodic reconcile reads every pod's, and building 100,000
+    assignments took most of its time); only the pods after ``after``, at most ``limit``
+    of them, to read a page at a time (``STATES_PER_READ``, ``after`` the last UID of
+    the page before). The rows are fetched now, in the caller's transaction, and made
+    metadata as the caller iterates, so that it can pause between them after the
+    transaction is over (on SQLite every transaction, a read too, holds the database's
+    write lock: binds would wait through the pauses)."""
+    query = _POD_STATES
+    if after:
+        query = query.where(AllocationModel.pod_uid > after)
+    if limit is not None:
+        query = query.limit(limit)
+    return _pod_states(session.execute(query).all())
 
 
 def _pod_states(rows: Iterable[Any]) -> Iterator[PodMeta]:

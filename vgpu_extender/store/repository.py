@@ -7,6 +7,7 @@ the unit of work (``with factory.begin() as session: ...``).
 
 from vgpu_extender.store.allocations import (
     NAMES_PER_READ,
+    STATES_PER_READ,
     assignments,
     delete_reservation,
     expire_reservations,
@@ -36,6 +37,7 @@ from vgpu_extender.store.reservations import (
 __all__ = [
     "NAMES_PER_READ",
     "NODE_ABSENT",
+    "STATES_PER_READ",
     "NodeRemoval",
     "Reservation",
     "assignments",

@@ -106,6 +106,10 @@ class Verb:
     #: Answered in its error form until the runtime places pods (``not_serving``);
     #: not the benchmarks' floor, which places nothing.
     gated: bool = True
+    #: Holds up kube-scheduler's scheduling cycle, so the background passes give way
+    #: while it is answered (``Foreground``); not bind, which kube-scheduler waits for
+    #: apart and which waits on its store and API server, off the event loop.
+    foreground: bool = True
 
 
 #: Every path kube-scheduler may be configured to call (``priority`` is HAMi's name,
@@ -115,7 +119,12 @@ VERBS: dict[str, Verb] = {
     "/filter_onlyone": Verb("filter", filter_only_one, "Decisive mode: only the best node stays."),
     "/prioritize": Verb("prioritize", prioritize, "Integer scores 0..10 per candidate."),
     "/priority": Verb("prioritize", prioritize, "Integer scores 0..10 per candidate (alias)."),
-    "/bind": Verb("bind", bind, "Reserve the devices; create the Binding with HAMi's annotations."),
+    "/bind": Verb(
+        "bind",
+        bind,
+        "Reserve the devices; create the Binding with HAMi's annotations.",
+        foreground=False,
+    ),
     "/preempt": Verb(
         "preempt", preempt, "Per candidate node, the fewest victims whose devices make the pod fit."
     ),
@@ -135,6 +144,9 @@ async def answer(verb: Verb, app: Starlette, scope: Scope, receive: Receive, sen
     operations); always HTTP 200: kube-scheduler treats any other status as a failure
     of the extender itself, so bad input and errors take the verb's own error form."""
     start = time.perf_counter()
+    runtime: Runtime | None = getattr(app.state, "runtime", None) if verb.foreground else None
+    if runtime is not None:
+        runtime.foreground.enter()  # the background passes give way meanwhile
     try:
         content = await _content(verb, app.state, scope, receive)
         if content is None:
@@ -151,6 +163,8 @@ async def answer(verb: Verb, app: Starlette, scope: Scope, receive: Receive, sen
         )
         await send({"type": "http.response.body", "body": content})
     finally:
+        if runtime is not None:
+            runtime.foreground.leave()
         operations = getattr(app.state, "operations", None)
         if verb.timed and operations is not None:
             operations.metrics.verb_seconds[verb.name].observe(time.perf_counter() - start)
