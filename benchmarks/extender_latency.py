@@ -5,7 +5,8 @@ cluster), in both ``nodeCacheCapable`` modes (``names``: NodeNames; ``nodes``: f
 objects carrying the inventory annotation, up to 5,000 nodes), it times:
 
 - ``filter``, ``prioritize`` and ``floor`` (``/noop``) over real HTTP: the extender
-  serves in this process (uvicorn in a thread, standalone, SQLite), and a separate client
+  serves in this process (uvicorn in a thread, standalone, SQLite, with the HTTP protocol
+  ``serve`` gives it), and a separate client
   process sends the requests one at a time on a keep-alive connection, so the client
   never competes with the server for the GIL. The client is ``benchmarks.lean_http``,
   as in ``bind_throughput``: kube-scheduler's Go client spends microseconds per
@@ -210,12 +211,14 @@ class Server:
         import uvicorn
 
         from vgpu_extender.api import create_app
+        from vgpu_extender.serving.limits import connection_limits
         from vgpu_extender.settings import Settings
 
         url = database_url or f"sqlite:///{folder / 'bench.db'}"
         settings = Settings(database_url=url, kube_mode="off", node_policy=policy)
         # As ``serve`` runs it: the start-up objects frozen out of the collector's
-        # passes, no proxy headers, no access log.
+        # passes, no proxy headers, no access log, its HTTP protocol (the connection
+        # caps and read timeouts, an answer written at once).
         self.app = create_app(settings, freeze_gc=True)
         config = uvicorn.Config(
             self.app,
@@ -224,6 +227,7 @@ class Server:
             log_level="warning",
             proxy_headers=False,
             access_log=False,
+            **connection_limits(settings).uvicorn_options(),
         )
         self.server = uvicorn.Server(config)
         self.thread = threading.Thread(target=self.server.run, daemon=True)

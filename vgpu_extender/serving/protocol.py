@@ -9,7 +9,9 @@ reset. This protocol:
   ``503`` with ``Connection: close`` at once, before reading anything, and closes;
 - closes a connection whose request head (request line and headers) is not complete
   ``header_timeout_s`` after the connection opened or the request's first byte came,
-  and one whose body is not complete ``body_timeout_s`` after its head.
+  and one whose body is not complete ``body_timeout_s`` after its head;
+- gives each request's cycle the connection through :class:`JoinedWrites`, so that an
+  answer's head and body leave in one write.
 
 Timeouts run from the start of each phase, not from the last byte: trickling does not
 extend them. The application's own time is not limited here.
@@ -24,9 +26,11 @@ from dataclasses import dataclass
 from enum import Enum
 from typing import Any
 
-from uvicorn.protocols.http.httptools_impl import HttpToolsProtocol
+from uvicorn._types import ASGI3Application
+from uvicorn.protocols.http.httptools_impl import HttpToolsProtocol, RequestResponseCycle
 
 from vgpu_extender.serving.budget import ConnectionBudget, Refusal
+from vgpu_extender.serving.joined_writes import JoinedWrites
 
 logger = logging.getLogger(__name__)
 
@@ -207,6 +211,11 @@ class GuardedHttpToolsProtocol(HttpToolsProtocol):
         if self._phase is _Phase.APP:
             self._phase = _Phase.IDLE  # uvicorn's keep-alive timeout runs from here
         super().on_response_complete()
+
+    # Answers. Every cycle, pipelined ones too, starts here.
+    def _start_asgi_task(self, cycle: RequestResponseCycle, app: ASGI3Application) -> None:
+        cycle.transport = JoinedWrites(self.transport, self.loop)
+        super()._start_asgi_task(cycle, app)
 
     # Deadlines.
     def _arm(self, delay_s: float) -> None:
