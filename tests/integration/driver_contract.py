@@ -10,6 +10,8 @@ from typing import Any
 
 import pytest
 from sqlalchemy import Connection, bindparam, event, insert, select
+from sqlalchemy.engine import ExceptionContext
+from sqlalchemy.exc import IntegrityError
 
 from tests.integration.store_contract import NODE_A, T0, Db, do_reserve, gpu, grants, put_node
 from vgpu_extender.domain import NodeInventory
@@ -117,6 +119,54 @@ class DriverContract:
             event.remove(db.engine, "before_cursor_execute", record)
         # Lock the node, read its devices and grants, insert the rows.
         assert seen[-3:] == ["SELECT", "SELECT", "INSERT"]
+
+    def test_the_statements_run_on_the_cursor_when_nothing_watches(
+        self, db: Db, monkeypatch: pytest.MonkeyPatch
+    ) -> None:
+        put_node(db, NODE_A)
+
+        def result_layer(*_: Any, **__: Any) -> Any:
+            raise AssertionError("the statement went through exec_driver_sql")
+
+        query = select(_nodes.c.name).where(_nodes.c.name == bindparam("name"))
+        with db.engine.begin() as connection:
+            monkeypatch.setattr(connection, "exec_driver_sql", result_layer)
+            found = driver.prepared(connection, "test: cursor query", lambda: query)
+            written = driver.prepared(connection, "test: cursor insert", _insert_all_columns)
+            assert driver.fetch_all(connection, found, {"name": "node-a"}) == [("node-a",)]
+            driver.execute(connection, written, [{**_ROW, "pod_uid": "one"}])
+            driver.execute(connection, written, [{**_ROW, "pod_uid": u} for u in ("two", "three")])
+        with db.engine.connect() as connection:
+            stored = connection.execute(select(_allocations.c.pod_uid)).scalars().all()
+        assert sorted(stored) == ["one", "three", "two"]
+
+    def test_a_driver_error_is_the_engines_error(self, db: Db) -> None:
+        put_node(db, NODE_A)
+        seen: list[type[BaseException]] = []
+
+        def record(context: ExceptionContext) -> None:
+            seen.append(type(context.original_exception))
+
+        event.listen(db.engine, "handle_error", record)
+        try:
+            with db.engine.connect() as connection:
+                statement = driver.prepared(connection, "test: insert", _insert_all_columns)
+                row = {**_ROW, "pod_uid": "twice"}
+                driver.execute(connection, statement, [row])
+                with pytest.raises(IntegrityError) as caught:
+                    driver.execute(connection, statement, [row])  # the same key again
+                assert not caught.value.connection_invalidated
+                assert "INSERT INTO allocations" in str(caught.value.statement)
+                connection.rollback()
+                # The connection is usable again after the rollback.
+                driver.execute(connection, statement, [{**row, "pod_uid": "after"}])
+                connection.commit()
+        finally:
+            event.remove(db.engine, "handle_error", record)
+        assert len(seen) == 1 and issubclass(seen[0], db.engine.dialect.loaded_dbapi.Error)
+        with db.engine.connect() as connection:
+            stored = connection.execute(select(_allocations.c.pod_uid)).scalars().all()
+        assert stored == ["after"]
 
     def test_a_statement_rendered_per_execution_is_refused_at_compile(self, db: Db) -> None:
         query = select(_allocations.c.pod_uid).where(_allocations.c.state.in_(["a", "b"]))

@@ -1,14 +1,19 @@
-"""Core statements compiled once per dialect and run as the driver's own SQL.
+"""Core statements compiled once per dialect and run on the driver's own cursor.
 
 Every bind runs the same few statements. Through ``Connection.execute`` each pays
 again for the compiled-cache lookup and for SQLAlchemy's per-statement parameter and
-result layers, which on the bind path cost more CPU than the driver does. So the
-bind's statements are still written in Core, but compiled once per dialect into the
-driver's SQL and parameter layout, and run with ``Connection.exec_driver_sql`` in the
-transaction the ``Connection`` manages: its events, its error wrapping and its
-invalidation of a lost connection all stay as for any other statement. The column
-types' own bind and result processors are applied here, so values are written and
-read exactly as ``Connection.execute`` would write and read them.
+result layers; through ``Connection.exec_driver_sql`` still for the result layer (a
+``CursorResult`` built from the cursor's description for a handful of rows). On the
+bind path those cost more CPU than the driver does. So the bind's statements are still
+written in Core, but compiled once per dialect into the driver's SQL and parameter
+layout, and run on the DB-API cursor of the connection, in the transaction the
+``Connection`` manages. What SQLAlchemy does around a statement stays where it counts:
+a driver error goes through the connection's own error handling (the engine's
+``handle_error`` events, the wrapping in ``DBAPIError``, the invalidation of a lost
+connection and of the pool), and an engine that logs or intercepts statements (``echo``,
+cursor events) runs them through ``exec_driver_sql`` as before. The column types' own
+bind and result processors are applied here, so values are written and read exactly as
+``Connection.execute`` would write and read them.
 """
 
 from __future__ import annotations
@@ -16,7 +21,7 @@ from __future__ import annotations
 import weakref
 from collections.abc import Callable, Hashable, Mapping, Sequence
 from dataclasses import dataclass
-from typing import Any
+from typing import Any, cast
 
 from sqlalchemy import Connection
 from sqlalchemy.engine import Dialect
@@ -117,7 +122,7 @@ def fetch_all(
     connection: Connection, statement: DriverStatement, values: Mapping[str, Any]
 ) -> list[tuple[Any, ...]]:
     """Run a query in the connection's transaction; its rows, converted."""
-    rows = connection.exec_driver_sql(statement.sql, statement.parameters(values)).fetchall()
+    rows = _run(connection, statement.sql, statement.parameters(values), many=False)
     if not statement.results:
         return [tuple(row) for row in rows]
     return [statement.row(row) for row in rows]
@@ -132,6 +137,42 @@ def execute(
         return
     parameters = [statement.parameters(values) for values in rows]
     if len(parameters) == 1:
-        connection.exec_driver_sql(statement.sql, parameters[0])
+        _run(connection, statement.sql, parameters[0], many=False, fetch=False)
     else:
-        connection.exec_driver_sql(statement.sql, parameters)
+        _run(connection, statement.sql, parameters, many=True, fetch=False)
+
+
+def _run(
+    connection: Connection,
+    sql: str,
+    parameters: Parameters | list[Parameters],
+    *,
+    many: bool,
+    fetch: bool = True,
+) -> Sequence[Sequence[Any]]:
+    """``sql`` on the connection's cursor; the rows it returns (none unless ``fetch``)."""
+    if _watched(connection):
+        result = connection.exec_driver_sql(sql, parameters)
+        return result.fetchall() if fetch else ()
+    if not connection.in_transaction():
+        connection.begin()  # as the connection's own execution would (autobegin)
+    cursor = connection.connection.cursor()
+    try:
+        if many:  # one layout for every set: positional tuples, or mappings
+            cursor.executemany(sql, cast("Sequence[Sequence[Any]]", parameters))
+        else:
+            cursor.execute(sql, parameters)
+        rows: Sequence[Sequence[Any]] = cursor.fetchall() if fetch else ()
+    except BaseException as exc:  # as SQLAlchemy's own execution catches them
+        # The handler SQLAlchemy's own execution calls (private to it, so the driver
+        # contract tests pin what it does): events, DBAPIError, invalidation; it raises.
+        connection._handle_dbapi_exception(exc, sql, parameters, cursor, None)
+    cursor.close()
+    return rows
+
+
+def _watched(connection: Connection) -> bool:
+    """Whether the engine logs statements or has listeners on their execution."""
+    engine = connection.engine
+    dispatch = engine.dispatch
+    return bool(engine.echo or dispatch.before_cursor_execute or dispatch.after_cursor_execute)
