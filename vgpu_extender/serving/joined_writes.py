@@ -5,7 +5,7 @@ starts the response, and the body when it comes: two sends, two packets, and on
 loopback two wake-ups of a client that reads the head and then waits for the rest.
 kube-scheduler reads the whole answer before it goes on, so every verb paid for the
 second round trip through the kernel (``extender_latency``'s decode-only floor at 5,000
-names, in the README, fell by about a fifth when the two were joined).
+names, in the README, fell by a quarter to a third when the two were joined).
 
 ``JoinedWrites`` stands between one request's cycle and its connection: a write is held
 until the cycle's next write in the same turn of the event loop, and the two leave

@@ -122,7 +122,7 @@ def fetch_all(
     connection: Connection, statement: DriverStatement, values: Mapping[str, Any]
 ) -> list[tuple[Any, ...]]:
     """Run a query in the connection's transaction; its rows, converted."""
-    rows = _run(connection, statement.sql, statement.parameters(values), many=False)
+    rows = _run(connection, statement.sql, statement.parameters(values))
     if not statement.results:
         return [tuple(row) for row in rows]
     return [statement.row(row) for row in rows]
@@ -136,10 +136,12 @@ def execute(
     if not rows:
         return
     parameters = [statement.parameters(values) for values in rows]
-    if len(parameters) == 1:
-        _run(connection, statement.sql, parameters[0], many=False, fetch=False)
-    else:
-        _run(connection, statement.sql, parameters, many=True, fetch=False)
+    _run(
+        connection,
+        statement.sql,
+        parameters[0] if len(parameters) == 1 else parameters,
+        fetch=False,
+    )
 
 
 def _run(
@@ -147,10 +149,10 @@ def _run(
     sql: str,
     parameters: Parameters | list[Parameters],
     *,
-    many: bool,
     fetch: bool = True,
 ) -> Sequence[Sequence[Any]]:
-    """``sql`` on the connection's cursor; the rows it returns (none unless ``fetch``)."""
+    """``sql`` on the connection's cursor, once per set when ``parameters`` is a list of
+    them; the rows it returns (none unless ``fetch``)."""
     if _watched(connection):
         result = connection.exec_driver_sql(sql, parameters)
         return result.fetchall() if fetch else ()
@@ -158,7 +160,7 @@ def _run(
         connection.begin()  # as the connection's own execution would (autobegin)
     cursor = connection.connection.cursor()
     try:
-        if many:  # one layout for every set: positional tuples, or mappings
+        if isinstance(parameters, list):  # one layout for every set: tuples, or mappings
             cursor.executemany(sql, cast("Sequence[Sequence[Any]]", parameters))
         else:
             cursor.execute(sql, parameters)
