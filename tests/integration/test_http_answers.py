@@ -78,30 +78,51 @@ def _connect(port: int) -> socket.socket:
     return sock
 
 
+class _Answers:
+    """The answers coming in on one connection, read one at a time; bytes of the next
+    answer that came in with this one are kept for it (pipelined answers may share a
+    read)."""
+
+    def __init__(self, sock: socket.socket) -> None:
+        self._sock = sock
+        self._data = b""
+
+    def _until(self, marker: bytes) -> bytes:
+        while marker not in self._data:
+            self._more()
+        taken, _, self._data = self._data.partition(marker)
+        return taken
+
+    def _take(self, count: int) -> bytes:
+        while len(self._data) < count:
+            self._more()
+        taken, self._data = self._data[:count], self._data[count:]
+        return taken
+
+    def _more(self) -> None:
+        data = self._sock.recv(65536)
+        assert data, "the server closed the connection mid-answer"
+        self._data += data
+
+    def next(self) -> tuple[bytes, bytes, bytes]:
+        """One answer: its status line, its headers and its body (by length or chunks)."""
+        head = self._until(b"\r\n\r\n")
+        status, _, headers = head.partition(b"\r\n")
+        fields = dict(line.lower().split(b": ", 1) for line in headers.split(b"\r\n") if line)
+        if b"content-length" in fields:
+            return status, headers, self._take(int(fields[b"content-length"]))
+        body = b""
+        while True:  # chunked
+            size = int(self._until(b"\r\n"), 16)
+            body += self._take(size)
+            assert self._take(2) == b"\r\n"
+            if size == 0:
+                return status, headers, body
+
+
 def _read_answer(sock: socket.socket) -> tuple[bytes, bytes, bytes]:
-    """One answer: its status line, its headers and its body (by length or chunks)."""
-    data = b""
-    while b"\r\n\r\n" not in data:
-        data += _recv(sock)
-    head, _, rest = data.partition(b"\r\n\r\n")
-    status, _, headers = head.partition(b"\r\n")
-    fields = dict(line.lower().split(b": ", 1) for line in headers.split(b"\r\n") if line)
-    if b"content-length" in fields:
-        length = int(fields[b"content-length"])
-        while len(rest) < length:
-            rest += _recv(sock)
-        return status, headers, rest[:length]
-    body = b""
-    while True:  # chunked
-        while b"\r\n" not in rest:
-            rest += _recv(sock)
-        size_line, _, rest = rest.partition(b"\r\n")
-        size = int(size_line, 16)
-        while len(rest) < size + 2:
-            rest += _recv(sock)
-        body, rest = body + rest[:size], rest[size + 2 :]
-        if size == 0:
-            return status, headers, body
+    """One answer on a connection that carries one at a time."""
+    return _Answers(sock).next()
 
 
 def _recv(sock: socket.socket) -> bytes:
@@ -138,7 +159,8 @@ def test_answers_on_one_connection_come_in_order(port: int) -> None:
 def test_pipelined_requests_are_answered_in_order(port: int) -> None:
     with _connect(port) as sock:
         sock.sendall(b"".join(_request("/echo", b"pipelined %d" % n) for n in range(5)))
-        bodies = [_read_answer(sock)[2] for _ in range(5)]
+        answers = _Answers(sock)
+        bodies = [answers.next()[2] for _ in range(5)]
     assert bodies == [b"pipelined %d" % n for n in range(5)]
 
 
